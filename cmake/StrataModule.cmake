@@ -1,0 +1,32 @@
+# strata_backend_option(NAME) -> cache var STRATA_BACKEND_<NAME> = AUTO|ON|OFF
+function(strata_backend_option name doc)
+  set(STRATA_BACKEND_${name} AUTO CACHE STRING "${doc} (AUTO|ON|OFF)")
+  set_property(CACHE STRATA_BACKEND_${name} PROPERTY STRINGS AUTO ON OFF)
+endfunction()
+
+# strata_backend_skip(NAME reason): one clear configure line; fatal when the user said ON.
+function(strata_backend_skip name reason)
+  if(STRATA_BACKEND_${name} STREQUAL "ON")
+    message(FATAL_ERROR "backend ${name}: requested ON but ${reason}")
+  endif()
+  message(STATUS "backend ${name}: skipped (${reason})")
+endfunction()
+
+# strata_add_module(TARGET SOURCES...) : a backend MODULE exporting only st_backend_entry.
+# Output file: ${STRATA_MODULE_DIR}/<TARGET>.so (no lib prefix), installed beside the others.
+function(strata_add_module target)
+  add_library(${target} MODULE ${ARGN})
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    CUDA_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${STRATA_MODULE_DIR})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core
+                             ${PROJECT_SOURCE_DIR}/backends)
+  if(NOT APPLE)
+    target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-z,defs)
+  endif()
+  install(TARGETS ${target} LIBRARY DESTINATION ${STRATA_INSTALL_MODULE_DIR})
+  message(STATUS "backend ${target}: building")
+endfunction()

@@ -1,0 +1,438 @@
+/* Strata backend module ABI.
+ *
+ * A backend module is a shared object exporting exactly one required symbol,
+ * ST_BACKEND_ENTRY_SYMBOL ("st_backend_entry"), and optionally "st_backend_score".
+ * Everything else is hidden (-fvisibility=hidden).
+ *
+ * Rules (docs/backends.md explains them at length):
+ *  - ABI major must match exactly; the minor only grows. The host offers its version and
+ *    a table of host services; the module answers with its own table.
+ *  - Every struct that crosses the boundary starts with `uint32_t size` and only grows at
+ *    the end. A reader checks `size` (ST_HAS_FIELD) before touching a field that a newer
+ *    minor added. A NULL optional slot means "not supported".
+ *  - Op ids and type ids are numbered explicitly and never renumbered.
+ *  - Every call returns st_status; on failure the module keeps a per-thread error text
+ *    readable through last_error(). Nothing in a module calls exit/abort or prints and dies.
+ *  - probe() has no side effects beyond loading the vendor's driver library.
+ *  - Pointers named "device address" belong to the device's memory domain. On CPU-like
+ *    devices they are host addresses; the host never dereferences them otherwise.
+ *
+ * Tensor layout convention: ne[0] is the innermost (contiguous) dimension; nb[i] is the
+ * byte stride of dimension i. Shape comments read outermost first: [n][K] means
+ * ne[1] = n rows of ne[0] = K elements. For block-quantized types, nb[1] is the byte size
+ * of one row and ne[0] must be a multiple of the type's block size.
+ */
+#ifndef STRATA_BACKEND_H
+#define STRATA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_ABI_MAJOR 1u
+#define ST_ABI_MINOR 0u
+
+#define ST_BACKEND_ENTRY_SYMBOL "st_backend_entry"
+#define ST_BACKEND_SCORE_SYMBOL "st_backend_score"
+
+#if defined(_WIN32)
+#define ST_MODULE_EXPORT __declspec(dllexport)
+#else
+#define ST_MODULE_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* True when a struct of reported `size` contains the whole of `field`. */
+#define ST_HAS_FIELD(ptr, type, field) \
+    ((ptr)->size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* ---- status codes (numbers are fixed) ---------------------------------------------- */
+typedef enum st_status {
+    ST_OK = 0,
+    ST_NO_DRIVER = 1,   /* the vendor's driver/runtime library is absent or too old */
+    ST_NO_DEVICE = 2,   /* the driver works but no device is present */
+    ST_ARCH = 3,        /* devices exist, none of an architecture this module was built for */
+    ST_ABI = 4,         /* ABI version mismatch */
+    ST_OOM = 5,         /* out of memory (device or host) */
+    ST_DEVICE_LOST = 6, /* the device stopped answering or was removed */
+    ST_TIMEOUT = 7,     /* an operation did not finish in time */
+    ST_UNSUPPORTED = 8, /* the op/type/shape is not implemented by this module */
+    ST_INVALID = 9,     /* bad arguments */
+    ST_IO = 10,         /* file or OS error */
+    ST_INTERNAL = 11    /* a bug: report it */
+} st_status;
+
+/* ---- data types: numbers are GGUF's tensor type ids (fixed by the file format) ------ */
+typedef enum st_type {
+    ST_TYPE_F32 = 0,
+    ST_TYPE_F16 = 1,
+    ST_TYPE_Q4_0 = 2,
+    ST_TYPE_Q4_1 = 3,
+    ST_TYPE_Q5_0 = 6,
+    ST_TYPE_Q5_1 = 7,
+    ST_TYPE_Q8_0 = 8,
+    ST_TYPE_Q8_1 = 9,
+    ST_TYPE_Q2_K = 10,
+    ST_TYPE_Q3_K = 11,
+    ST_TYPE_Q4_K = 12,
+    ST_TYPE_Q5_K = 13,
+    ST_TYPE_Q6_K = 14,
+    ST_TYPE_Q8_K = 15,
+    ST_TYPE_IQ4_NL = 20,
+    ST_TYPE_I8 = 24,
+    ST_TYPE_I16 = 25,
+    ST_TYPE_I32 = 26,
+    ST_TYPE_IQ4_XS = 23,
+    ST_TYPE_BF16 = 30,
+    ST_TYPE_COUNT = 40 /* upper bound for tables indexed by type; not a type */
+} st_type;
+
+/* ---- op ids (fixed numbers; also the bit index in capability masks) ----------------- */
+typedef enum st_op_id {
+    ST_OP_GET_ROWS = 0,    /* embedding gather */
+    ST_OP_RMS_NORM = 1,    /* RMS norm, optionally fused with a residual add */
+    ST_OP_MATMUL = 2,      /* quantized weight x batch of activations */
+    ST_OP_ROPE = 3,        /* rotary embedding, normal/NeoX, YaRN */
+    ST_OP_KV_WRITE = 4,    /* write K/V rows into the paged cache */
+    ST_OP_ATTENTION = 5,   /* attention over the paged cache, causal, GQA, optional mask */
+    ST_OP_SWIGLU = 6,      /* silu(gate) * up */
+    ST_OP_ROUTER = 7,      /* softmax/sigmoid + top-k + renormalize */
+    ST_OP_MOE_MATMUL = 8,  /* grouped expert matmul through a slot table */
+    ST_OP_MOE_COMBINE = 9, /* weighted sum of expert rows per token */
+    ST_OP_ADD = 10,        /* a + b, b may broadcast over rows */
+    ST_OP_SCALE = 11,      /* a * s */
+    ST_OP_CONVERT = 12,    /* copy with type conversion between F32/F16/BF16 */
+    ST_OP_MUL_ROWS = 13,   /* a[i][:] * f(s[i]), f = identity or sigmoid */
+    ST_OP_ARGMAX = 14,     /* per-row argmax */
+    ST_OP_TOPK = 15,       /* per-row top-k values and indices, sorted descending */
+    ST_OP_COUNT = 16       /* number of op ids this header knows; not an op */
+} st_op_id;
+
+/* A strided view of device memory. `data` is a device address; the view does not own it. */
+typedef struct st_tensor {
+    void *data;    /* device address of element [0][0][0][0] */
+    uint32_t type; /* st_type */
+    uint32_t reserved;
+    int64_t ne[4]; /* elements per dimension, ne[0] innermost; unused dims are 1 */
+    int64_t nb[4]; /* byte stride per dimension */
+} st_tensor;
+
+/* ---- host services offered to the module ------------------------------------------- */
+typedef enum st_log_level { ST_LOG_DEBUG = 0, ST_LOG_INFO = 1, ST_LOG_WARN = 2, ST_LOG_ERROR = 3 } st_log_level;
+
+typedef struct st_host_api {
+    uint32_t size;      /* sizeof(st_host_api) as the host compiled it */
+    uint32_t abi_major; /* host's ABI major */
+    uint32_t abi_minor; /* host's ABI minor */
+    uint32_t n_threads; /* worker threads a CPU-like module should use; 0 = its own default */
+    /* Log a line (no trailing newline needed). `msg` is borrowed for the call. May be NULL. */
+    void (*log)(void *user, int level, const char *module, const char *msg);
+    /* Monotonic clock in nanoseconds. Never NULL. */
+    uint64_t (*now_ns)(void *user);
+    /* Called when the module cannot satisfy an allocation of `bytes` on `device`; the host may
+     * free something and return nonzero to ask for a retry. May be NULL. */
+    int (*memory_pressure)(void *user, uint32_t device, uint64_t bytes);
+    void *user; /* passed back to every callback above */
+    /* Module-specific configuration string (e.g. STRATA_SIM syntax for sim); may be NULL. */
+    const char *config;
+} st_host_api;
+
+/* ---- probe report ------------------------------------------------------------------ */
+#define ST_NAME_MAX 64
+#define ST_REASON_MAX 256
+
+/* Capability bits in st_device_props.caps */
+#define ST_CAP_F16 (1ull << 0)        /* F16 arithmetic */
+#define ST_CAP_BF16 (1ull << 1)       /* BF16 arithmetic */
+#define ST_CAP_PEER (1ull << 2)       /* peer copies with devices of the same domain */
+#define ST_CAP_HOST_REGISTER (1ull << 3)
+#define ST_CAP_GRAPHS (1ull << 4)     /* graph capture/replay */
+#define ST_CAP_UNIFIED (1ull << 5)    /* device addresses are host addresses */
+#define ST_CAP_ASYNC (1ull << 6)      /* ops run asynchronously to the caller */
+
+typedef struct st_device_props {
+    uint32_t size;
+    uint32_t usable;              /* nonzero when this module can run on the device */
+    char name[ST_NAME_MAX];       /* "NVIDIA H200", "Host CPU (AVX2)" */
+    char vendor[ST_NAME_MAX / 2]; /* "nvidia", "amd", "cpu", "sim" */
+    char arch[ST_NAME_MAX / 2];   /* "sm_90", "gfx1030", "x86-64-v3", "power9" */
+    char reason[ST_REASON_MAX];   /* why unusable ("built for sm_75..sm_120, device is sm_61") */
+    uint8_t uuid[16];             /* stable device identity */
+    uint64_t domain;              /* memory domain id; equal ids allow peer copies */
+    uint64_t mem_total;           /* bytes */
+    uint64_t mem_free;            /* bytes free at probe time */
+    uint64_t mem_used_self;       /* bytes this process holds on the device */
+    uint64_t max_alloc;           /* largest single allocation, bytes */
+    uint64_t caps;                /* ST_CAP_* */
+    uint32_t compute_major;       /* e.g. 9 for sm_90; 0 for CPUs */
+    uint32_t compute_minor;
+    uint32_t n_cores;             /* SMs, CUs or CPU threads */
+    uint32_t reserved;
+    double mem_bw_gbs;            /* nominal or measured memory bandwidth, 0 if unknown */
+} st_device_props;
+
+typedef struct st_probe_report {
+    uint32_t size;
+    uint32_t status;              /* st_status: OK when at least one device is usable */
+    char reason[ST_REASON_MAX];   /* when status != OK: why ("libcuda.so.1 not found") */
+    char build_archs[ST_REASON_MAX]; /* what the module was built for: "sm_75,sm_80,..." */
+    uint32_t n_devices;           /* devices found (usable or not) */
+} st_probe_report;
+
+/* ---- opaque handles owned by the module --------------------------------------------- */
+typedef struct st_device st_device; /* an opened device */
+typedef struct st_stream st_stream; /* an ordered queue of work on one device */
+typedef struct st_event st_event;   /* a marker recorded on a stream */
+typedef struct st_graph st_graph;   /* a captured sequence of ops */
+
+/* ---- op arguments: each starts with `size`; tensors are views, never owned ---------- */
+
+typedef struct st_get_rows_args {
+    uint32_t size;
+    uint32_t reserved;
+    st_tensor w;         /* [n_rows][K] any weight type */
+    const int32_t *ids;  /* device address, [n] row ids */
+    st_tensor out;       /* [n][K] F32/F16/BF16 */
+} st_get_rows_args;
+
+typedef struct st_rms_norm_args {
+    uint32_t size;
+    float eps;
+    st_tensor x;         /* [n][K] F32/F16/BF16 */
+    st_tensor residual;  /* [n][K] or data==NULL: when set, h = x + residual */
+    st_tensor sum_out;   /* [n][K] or data==NULL: receives h (may alias residual or x) */
+    st_tensor weight;    /* [K] F32, or data==NULL for no scale */
+    st_tensor out;       /* [n][K]: h / rms(h) * weight; may alias x */
+} st_rms_norm_args;
+
+typedef struct st_matmul_args {
+    uint32_t size;
+    uint32_t reserved;
+    st_tensor w;   /* [M][K] weight, any weight type */
+    st_tensor x;   /* [n][K] F32/F16/BF16 */
+    st_tensor out; /* [n][M] F32/F16/BF16: out[i][m] = sum_k w[m][k] * x[i][k] */
+} st_matmul_args;
+
+enum { ST_ROPE_NORMAL = 0, ST_ROPE_NEOX = 2 };
+
+typedef struct st_rope_args {
+    uint32_t size;
+    uint32_t mode;          /* ST_ROPE_NORMAL (adjacent pairs) or ST_ROPE_NEOX (halves) */
+    st_tensor x;            /* [n][n_head][head_dim] F32/F16/BF16 */
+    st_tensor out;          /* same shape; may alias x */
+    const int32_t *pos;     /* device address, [n] positions */
+    int32_t n_rot;          /* rotated dims per head (<= head_dim, even) */
+    int32_t n_ctx_orig;     /* YaRN: original training context */
+    float freq_base;        /* theta base, e.g. 10000 */
+    float freq_scale;       /* 1/scaling factor (1 = none) */
+    float ext_factor;       /* YaRN extrapolation mix (0 = off) */
+    float attn_factor;      /* YaRN magnitude scale (1 = none) */
+    float beta_fast;        /* YaRN ramp, e.g. 32 */
+    float beta_slow;        /* YaRN ramp, e.g. 1 */
+} st_rope_args;
+
+/* Paged KV cache: k_cache/v_cache are [n_cells][n_kv_head][head_dim] where a cell index is
+ * page * page_size + offset; the mapping of sequences to pages lives in the host/scheduler. */
+typedef struct st_kv_write_args {
+    uint32_t size;
+    uint32_t reserved;
+    st_tensor k;            /* [n][n_kv_head][head_dim] F32/F16/BF16 */
+    st_tensor v;            /* [n][n_kv_head][head_dim] */
+    st_tensor k_cache;      /* [n_cells][n_kv_head][head_dim] F32/F16/Q8_0 */
+    st_tensor v_cache;      /* same */
+    const int32_t *cells;   /* device address, [n] destination cell per token */
+} st_kv_write_args;
+
+typedef struct st_attention_args {
+    uint32_t size;
+    float scale;               /* usually 1/sqrt(head_dim) */
+    st_tensor q;               /* [n][n_head][head_dim] F32/F16/BF16 */
+    st_tensor k_cache;         /* [n_cells][n_kv_head][head_dim] F32/F16/Q8_0 */
+    st_tensor v_cache;         /* same */
+    st_tensor out;             /* [n][n_head][head_dim] */
+    /* Token i attends to cells cell_table[seq[i]][0 .. kv_len[i]-1] (logical positions 0..). */
+    const int32_t *seq;        /* device address, [n] row of cell_table per token */
+    const int32_t *kv_len;     /* device address, [n] number of positions visible (causal) */
+    const int32_t *cell_table; /* device address, [n_seq][max_pos] cell of each position */
+    int32_t max_pos;           /* row stride of cell_table */
+    int32_t reserved;
+    const float *mask;         /* device address, [n][max_pos] additive mask, or NULL */
+} st_attention_args;
+
+typedef struct st_swiglu_args {
+    uint32_t size;
+    uint32_t reserved;
+    st_tensor gate; /* [n][F] */
+    st_tensor up;   /* [n][F] */
+    st_tensor out;  /* [n][F] silu(gate) * up; may alias either */
+} st_swiglu_args;
+
+enum { ST_ROUTER_SOFTMAX = 0, ST_ROUTER_SIGMOID = 1 };
+
+typedef struct st_router_args {
+    uint32_t size;
+    uint32_t gating;         /* ST_ROUTER_SOFTMAX or ST_ROUTER_SIGMOID */
+    st_tensor logits;        /* [n][n_expert] F32 */
+    const float *bias;       /* device address, [n_expert] selection bias, or NULL */
+    int32_t k;               /* experts per token */
+    int32_t normalize;       /* nonzero: selected weights sum to 1 */
+    float weight_scale;      /* multiply final weights (1 = none) */
+    int32_t reserved;
+    int32_t *ids;            /* device address, [n][k] out: expert ids, by weight descending */
+    float *weights;          /* device address, [n][k] out */
+} st_router_args;
+
+/* out[a][:] = scale[a] * W[slot_table[expert[a]]] . x[x_row[a]]; assignments whose slot is
+ * negative are skipped (their out row is left untouched: computed elsewhere). */
+typedef struct st_moe_matmul_args {
+    uint32_t size;
+    int32_t n_assign;
+    st_tensor w;                /* [n_slots][M][K] expert slots, any weight type; nb[2] = slot stride */
+    st_tensor x;                /* [n_x][K] F32/F16/BF16 */
+    st_tensor out;              /* [n_assign][M] */
+    const int32_t *slot_table;  /* device address, [n_expert] expert -> slot or -1 */
+    const int32_t *expert;      /* device address, [n_assign] */
+    const int32_t *x_row;       /* device address, [n_assign] */
+    const float *scale;         /* device address, [n_assign] or NULL for 1 */
+} st_moe_matmul_args;
+
+/* out[t][:] = (accumulate ? out[t][:] : 0) + sum_j weights[t][j] * rows[row_of[t][j]][:],
+ * j ascending; entries with row_of < 0 are skipped. */
+typedef struct st_moe_combine_args {
+    uint32_t size;
+    int32_t k;
+    st_tensor rows;          /* [n_rows][M] */
+    st_tensor out;           /* [n][M] */
+    const int32_t *row_of;   /* device address, [n][k] */
+    const float *weights;    /* device address, [n][k] */
+    int32_t accumulate;
+    int32_t reserved;
+} st_moe_combine_args;
+
+typedef struct st_binary_args {
+    uint32_t size;
+    float s;          /* SCALE: the factor; unused otherwise */
+    st_tensor a;      /* [n][K] */
+    st_tensor b;      /* ADD: [n][K] or [1][K] (broadcast); MUL_ROWS: [n] F32; else unused */
+    st_tensor out;    /* [n][K], any of F32/F16/BF16; may alias a */
+    int32_t sigmoid;  /* MUL_ROWS: nonzero applies sigmoid to b */
+    int32_t reserved;
+} st_binary_args;
+
+typedef struct st_topk_args {
+    uint32_t size;
+    int32_t k;          /* TOPK: count; ARGMAX: ignored (1) */
+    st_tensor x;        /* [n][V] F32 */
+    int32_t *ids;       /* device address, [n][k] out (ties: lower index first) */
+    float *values;      /* device address, [n][k] out, or NULL (ARGMAX may pass NULL) */
+} st_topk_args;
+
+/* One slot per op id, in op-id order. NULL = op absent on this module. */
+typedef struct st_backend_ops {
+    uint32_t size;
+    uint32_t reserved;
+    st_status (*get_rows)(st_stream *s, const st_get_rows_args *a);
+    st_status (*rms_norm)(st_stream *s, const st_rms_norm_args *a);
+    st_status (*matmul)(st_stream *s, const st_matmul_args *a);
+    st_status (*rope)(st_stream *s, const st_rope_args *a);
+    st_status (*kv_write)(st_stream *s, const st_kv_write_args *a);
+    st_status (*attention)(st_stream *s, const st_attention_args *a);
+    st_status (*swiglu)(st_stream *s, const st_swiglu_args *a);
+    st_status (*router)(st_stream *s, const st_router_args *a);
+    st_status (*moe_matmul)(st_stream *s, const st_moe_matmul_args *a);
+    st_status (*moe_combine)(st_stream *s, const st_moe_combine_args *a);
+    st_status (*add)(st_stream *s, const st_binary_args *a);
+    st_status (*scale)(st_stream *s, const st_binary_args *a);
+    st_status (*convert)(st_stream *s, const st_binary_args *a);
+    st_status (*mul_rows)(st_stream *s, const st_binary_args *a);
+    st_status (*argmax)(st_stream *s, const st_topk_args *a);
+    st_status (*topk)(st_stream *s, const st_topk_args *a);
+} st_backend_ops;
+
+/* ---- the module's table ------------------------------------------------------------ */
+typedef struct st_backend_api {
+    uint32_t size;          /* sizeof(st_backend_api) as the module compiled it */
+    uint32_t abi_major;     /* module's ABI major (must equal host's) */
+    uint32_t abi_minor;     /* module's ABI minor */
+    uint32_t reserved;
+    const char *name;       /* short name: "cpu", "cuda", "sim"; static storage */
+    const char *version;    /* module version string; static storage */
+
+    /* -- identity and probe -- */
+    /* Fill `out` (caller sets out->size). No side effects beyond loading driver libraries.
+     * Returns OK when at least one device is usable, else the reason's status. */
+    st_status (*probe)(st_probe_report *out);
+    /* Properties of device `index` < report.n_devices (caller sets out->size). */
+    st_status (*device_props)(uint32_t index, st_device_props *out);
+    /* Nonzero when device `index` runs `op` with weight type `wtype` (activation-typed ops
+     * pass their activation type). Never NULL. */
+    int (*op_supported)(uint32_t index, uint32_t op, uint32_t wtype);
+    /* Thread-local text of the last failure on the calling thread; never NULL (may be ""). */
+    const char *(*last_error)(void);
+
+    /* -- devices -- */
+    /* Open device `index`; *out is owned by the module until device_close. */
+    st_status (*device_open)(uint32_t index, st_device **out);
+    /* Close a device; every buffer, stream and graph of it must already be released. */
+    st_status (*device_close)(st_device *dev);
+    /* Current free/total bytes of an opened device. */
+    st_status (*mem_info)(st_device *dev, uint64_t *free_bytes, uint64_t *total_bytes);
+
+    /* -- memory -- */
+    /* Allocate `bytes` of device memory; *out is a device address owned by the caller until
+     * mem_free. OOM with a text naming the size and free memory on failure. */
+    st_status (*mem_alloc)(st_device *dev, uint64_t bytes, void **out);
+    st_status (*mem_free)(st_device *dev, void *ptr);
+    /* Pinned host memory usable for async copies; NULL slots = unsupported (host uses malloc). */
+    st_status (*host_alloc)(st_device *dev, uint64_t bytes, void **out);
+    st_status (*host_free)(st_device *dev, void *ptr);
+    /* Register/unregister an existing host range (e.g. a mapped file); NULL = unsupported. */
+    st_status (*host_register)(st_device *dev, void *ptr, uint64_t bytes);
+    st_status (*host_unregister)(st_device *dev, void *ptr);
+    /* Copies ordered on stream `s`. Host pointers stay borrowed until the stream syncs. */
+    st_status (*copy_h2d)(st_stream *s, void *dst, const void *src, uint64_t bytes);
+    st_status (*copy_d2h)(st_stream *s, void *dst, const void *src, uint64_t bytes);
+    st_status (*copy_d2d)(st_stream *s, void *dst, const void *src, uint64_t bytes);
+    /* Copy from a device of this module in the same domain; NULL = no peer access. */
+    st_status (*copy_peer)(st_stream *s, void *dst, st_device *src_dev, const void *src,
+                           uint64_t bytes);
+    st_status (*memset_d)(st_stream *s, void *dst, int value, uint64_t bytes);
+
+    /* -- streams and events -- */
+    st_status (*stream_create)(st_device *dev, st_stream **out);
+    st_status (*stream_destroy)(st_stream *s);
+    /* Wait for all work on `s`; asynchronous failures surface here with their op named. */
+    st_status (*stream_sync)(st_stream *s);
+    st_status (*event_create)(st_device *dev, st_event **out);
+    st_status (*event_destroy)(st_event *e);
+    st_status (*event_record)(st_event *e, st_stream *s);
+    st_status (*event_wait)(st_stream *s, st_event *e); /* s waits for e */
+    st_status (*event_sync)(st_event *e);
+
+    /* -- ops -- */
+    const st_backend_ops *ops; /* never NULL; NULL slots inside = absent ops */
+
+    /* -- optional graph capture (all NULL when unsupported) -- */
+    st_status (*graph_begin)(st_stream *s);
+    st_status (*graph_end)(st_stream *s, st_graph **out);
+    st_status (*graph_launch)(st_graph *g, st_stream *s);
+    st_status (*graph_destroy)(st_graph *g);
+
+    /* -- shutdown: join every module thread; the host dlcloses afterwards -- */
+    void (*shutdown)(void);
+} st_backend_api;
+
+/* The entry point every module exports. The module copies what it needs of `host` (the
+ * host keeps it alive until shutdown). On ABI mismatch returns ST_ABI and still sets
+ * *out to a table whose abi_major/minor/name are readable, or NULL. */
+typedef st_status (*st_backend_entry_fn)(const st_host_api *host, uint32_t abi_major,
+                                         uint32_t abi_minor, const st_backend_api **out);
+/* Optional: 0 = cannot run here, higher = better. Must be side-effect free. */
+typedef int (*st_backend_score_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STRATA_BACKEND_H */
