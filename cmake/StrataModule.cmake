@@ -25,7 +25,7 @@ function(strata_add_module target)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core
                              ${PROJECT_SOURCE_DIR}/backends)
   if(NOT APPLE)
-    target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-z,defs)
+    target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL)
   endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${STRATA_INSTALL_MODULE_DIR})
   message(STATUS "backend ${target}: building")
