@@ -1,0 +1,97 @@
+/* The contract between the shared CPU framework (backends/cpu: thread pool, ops, argument
+ * checks, work partitioning; ISA-independent C) and one instruction set's kernels
+ * (backends/cpu_avx2, backends/vsx, ...). Not part of the module ABI.
+ *
+ * An ISA module fills an st_cpu_kernels table: it starts from st_cpu_kernels_scalar() (every
+ * slot valid, portable C) and overrides the slots it has SIMD versions of. The framework only
+ * ever calls through the table, never an ISA symbol.
+ *
+ * Weight formats. For each weight type W the table names the activation format ("dot
+ * partner", wt[W].vec_type) that W's dot kernel consumes:
+ *     F32, F16, BF16                -> F32  (activations stay float)
+ *     Q4_0, Q5_0, Q8_0, IQ4_NL      -> Q8_0
+ *     Q4_1, Q5_1                    -> Q8_1 (carries d*sum(qs) for the min term)
+ *     Q2_K..Q6_K, IQ4_XS            -> Q8_K
+ * An ISA may pick a different partner for a weight type as long as from_float and vec_dot of
+ * that slot agree; the framework sizes activation rows with st_row_size(vec_type, K).
+ *
+ * Numerics rules every kernel must keep:
+ *  - Batch invariance: vec_dot's result for activation row j depends only on (w, row j, k):
+ *    computing it with nr = 1 or inside a group of nr > 1 rows gives the same bits. So the
+ *    summation order of one row may not depend on nr.
+ *  - Determinism: same inputs, same bits, whatever thread runs the kernel.
+ *  - from_float of one row depends only on that row.
+ *  - Kernels never fail and never allocate; the framework checks shapes before calling.
+ *  - Pointers to quantized blocks may be unaligned (blocks are 18, 34, 210 ... bytes); float
+ *    pointers are at least 4-byte aligned.
+ */
+#ifndef STRATA_CPU_KERNELS_H
+#define STRATA_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most activation rows one vec_dot call may take (decode/verify: 1..8 rows per weight read). */
+#define ST_CPU_MAX_NR 8
+
+/* Quantize k floats (k a multiple of the partner's block size) into one row of the partner
+ * format at y. */
+typedef void (*st_cpu_from_float_fn)(const float *x, void *y, int64_t k);
+
+/* s[j] = sum_i w[i] * x_j[i] for j < nr, where x_j = (const char *)x + j * x_stride is a row
+ * of k elements in the slot's vec_type and w is one weight row of k elements.
+ * 1 <= nr <= ST_CPU_MAX_NR. Batch-invariant (see above). */
+typedef void (*st_cpu_vec_dot_fn)(int64_t k, const void *w, const void *x, size_t x_stride, int nr,
+                                  float *s);
+
+/* Dequantize k elements of a weight row into floats. */
+typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
+
+typedef struct st_cpu_weight_kernels {
+    uint32_t vec_type;               /* st_type of the dot partner (activation row format) */
+    st_cpu_from_float_fn from_float; /* floats -> vec_type row; NULL when vec_type is F32 */
+    st_cpu_vec_dot_fn vec_dot;       /* weight row . activation rows; NULL = type unsupported */
+    st_cpu_to_float_fn to_float;     /* weight row -> floats (GET_ROWS); NULL = unsupported */
+} st_cpu_weight_kernels;
+
+typedef struct st_cpu_kernels {
+    const char *isa; /* "scalar", "avx2", "avx512", "vsx": for messages and the probe report */
+
+    /* Indexed by st_type (weight formats). */
+    st_cpu_weight_kernels wt[ST_TYPE_COUNT];
+
+    /* ---- float vector helpers (attention, norms, element-wise ops) ---- */
+    /* sum_i a[i] * b[i] */
+    float (*dot_f32)(const float *a, const float *b, int64_t n);
+    /* sum_i x[i]^2 */
+    float (*sumsq_f32)(const float *x, int64_t n);
+    /* y[i] += a * x[i] */
+    void (*axpy_f32)(float *y, float a, const float *x, int64_t n);
+    /* y[i] *= a */
+    void (*scale_f32)(float *y, float a, int64_t n);
+    /* max_i x[i]; n >= 1 */
+    float (*max_f32)(const float *x, int64_t n);
+    /* x[i] = expf(x[i] - m) (accurate to a few ulp), returns sum_i of the new x[i] */
+    float (*exp_sum_f32)(float *x, float m, int64_t n);
+
+    /* ---- conversions of contiguous rows (n elements) ---- */
+    void (*f16_to_f32)(const uint16_t *x, float *y, int64_t n);
+    void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n); /* round to nearest even */
+    void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
+    void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n); /* round to nearest even */
+} st_cpu_kernels;
+
+/* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls
+ * this first and then overrides slots. Never fails. */
+void st_cpu_kernels_scalar(st_cpu_kernels *k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
