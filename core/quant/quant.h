@@ -106,6 +106,11 @@ int st_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
  * the format's reference uses). Returns 0, -1 if unsupported. */
 int st_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 
+/* Oracle dot product: dequantize n elements (multiple of the block size) of a `type` row
+ * and accumulate w[k]*x[k] in double. Both pointers are borrowed. NaN when the type is
+ * unknown or n is not a multiple of its block size. */
+double st_dot_row_ref(uint32_t type, const void *wrow, const float *x, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif
