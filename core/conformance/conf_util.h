@@ -1,0 +1,72 @@
+/* Internal helpers of the conformance harness: device buffers, random inputs, comparison. */
+#ifndef STRATA_CONF_UTIL_H
+#define STRATA_CONF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "conformance/conformance.h"
+
+#define ST_CONF_MAX_BUFS 16
+
+/* One case in flight: the device side and host side of every buffer it made. */
+typedef struct st_conf_ctx {
+    const st_backend_api *api;
+    const st_backend_ops *ops; /* the device's op table */
+    const st_backend_ops *ref; /* core/ref's op table (host pointers) */
+    st_device *dev;
+    st_stream *stream;
+    uint32_t index;
+    const st_conf_options *opt;
+    st_conf_result *res;
+    FILE *out;
+    uint64_t rng;
+    int quick;
+    void *dbuf[ST_CONF_MAX_BUFS]; /* device buffers of the current case */
+    int n_dbuf;
+    void *hbuf[ST_CONF_MAX_BUFS * 2]; /* host buffers of the current case */
+    int n_hbuf;
+    int alloc_failed;               /* a device call failed inside the current case */
+    char fail_text[512];
+} st_conf_ctx;
+
+/* Random float in [lo, hi). */
+float st_conf_randf(st_conf_ctx *c, float lo, float hi);
+/* Random int in [0, n). */
+int st_conf_randi(st_conf_ctx *c, int n);
+
+/* Host buffer of `bytes` owned by the case (freed by st_conf_case_end). NULL on OOM. */
+void *st_conf_host(st_conf_ctx *c, size_t bytes);
+/* Device copy of host data, owned by the case. NULL (and the case marked failed) on error. */
+void *st_conf_upload(st_conf_ctx *c, const void *host, size_t bytes);
+/* Device buffer filled with 0xFF bytes (NaN for floats, -1 for ints), owned by the case. */
+void *st_conf_poisoned(st_conf_ctx *c, size_t bytes);
+/* Copy device data back into a new case-owned host buffer; NULL on error. */
+void *st_conf_download(st_conf_ctx *c, const void *dev, size_t bytes);
+
+/* A contiguous tensor view of `type` with ne = {n0, n1, n2, 1}; data NULL. */
+st_tensor st_conf_tensor(uint32_t type, int64_t n0, int64_t n1, int64_t n2);
+/* Bytes of a contiguous tensor view. */
+size_t st_conf_nbytes(const st_tensor *t);
+/* Host tensor of random values in [-amp, amp) quantized to its type (weights or activations). */
+void *st_conf_random_tensor(st_conf_ctx *c, st_tensor *t, float amp);
+/* Device twin of a host tensor view (same shape, data uploaded). */
+st_tensor st_conf_to_device(st_conf_ctx *c, const st_tensor *host);
+/* Poisoned device tensor with the shape of `like` and a host tensor for the reference's output. */
+void st_conf_output_pair(st_conf_ctx *c, const st_tensor *like, st_tensor *host, st_tensor *dev);
+
+/* Largest per-row normalized squared error between device output (downloaded from `dev`) and
+ * the reference `host`, for F32/F16/BF16 views; NaN in the device output gives +inf. */
+double st_conf_compare(st_conf_ctx *c, const st_tensor *dev, const st_tensor *host);
+/* Nonzero when two int32 device/host arrays of n items differ; writes the first index. */
+int st_conf_compare_i32(st_conf_ctx *c, const int32_t *dev, const int32_t *host, size_t n, size_t *first);
+
+/* Record a device call's failure text in the case. Returns 0 so callers can chain. */
+int st_conf_device_failed(st_conf_ctx *c, const char *what, st_status s);
+/* Finish a case: print its line, count it, free its buffers. `err` <= thr passes. */
+void st_conf_case_end(st_conf_ctx *c, const char *name, double err, double thr);
+/* Count a case the device does not claim (printed only when verbose). */
+void st_conf_case_skip(st_conf_ctx *c, const char *name, const char *why);
+
+#endif
