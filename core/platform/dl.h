@@ -1,0 +1,36 @@
+/* Dynamic-library shim for backend modules: open, look up, close, and where the running
+ * executable lives. The only place that names dlopen/dlsym. */
+#ifndef STRATA_PLATFORM_DL_H
+#define STRATA_PLATFORM_DL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct st_dl st_dl; /* an opened shared object */
+
+/* Open the shared object at `path` (RTLD_NOW | RTLD_LOCAL). Returns the handle, owned by the
+ * caller until st_dl_close, or NULL with a reason in err: the loader's text, and for a missing
+ * dependency library its name first ("needs libcuda.so.1, not found (...)"). */
+st_dl *st_dl_open(const char *path, char *err, size_t errlen);
+/* Address of the exported symbol `name`, or NULL when absent. The handle stays owned by the
+ * caller. */
+void *st_dl_sym(st_dl *dl, const char *name);
+/* Close a handle from st_dl_open; NULL is accepted. Returns 0, or -1 with err filled. */
+int st_dl_close(st_dl *dl, char *err, size_t errlen);
+
+/* Turn the loader's error text for `path` into a reason: "needs X, not found (...)" when the
+ * text names a dependency other than `path` that could not be opened, else the text itself.
+ * Writes into out (always NUL-terminated). Pure function; exposed for tests. */
+void st_dl_explain(const char *path, const char *loader_text, char *out, size_t outlen);
+
+/* Directory of the running executable (from /proc/self/exe), without a trailing slash.
+ * Returns 0, or -1 with out set to "" when the OS cannot tell. */
+int st_exe_dir(char *out, size_t outlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* Where the running executable lives (Linux: /proc/self/exe). See dl.h. */
+#include <string.h>
+#include <unistd.h>
+
+#include "platform/dl.h"
+
+int st_exe_dir(char *out, size_t outlen) {
+    if (!out || outlen < 2) return -1;
+    out[0] = 0;
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0 || (size_t)n >= sizeof buf - 1) return -1;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return -1;
+    if (slash == buf) slash[1] = 0; /* executable in "/" */
+    else *slash = 0;
+    size_t len = strlen(buf);
+    if (len >= outlen) return -1;
+    memcpy(out, buf, len + 1);
+    return 0;
+}
