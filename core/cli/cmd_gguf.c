@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
-#include "quant/quant.h"
+#include "strata/backend.h"
 
 #define ARRAY_PREVIEW 6
 #define STRING_PREVIEW 120
@@ -198,7 +198,7 @@ static int print_grouped(const st_gguf *g)
         if (!split_layer(t->name, &layer, &rest)) {
             char shape[64];
             shape_str(shape, sizeof shape, t, 0);
-            print_row(t->name, t, shape, st_type_name(t->type), t->nbytes);
+            print_row(t->name, t, shape, st_gguf_tensor_type_name(t->type), t->nbytes);
             continue;
         }
         n_layer_tensors++;
@@ -233,7 +233,7 @@ static int print_grouped(const st_gguf *g)
             snprintf(shape, sizeof shape, "(mixed shapes)");
         else
             shape_str(shape, sizeof shape, q->first, expert);
-        print_row(name, q->first, shape, q->mixed_type ? "mixed" : st_type_name(q->first->type),
+        print_row(name, q->first, shape, q->mixed_type ? "mixed" : st_gguf_tensor_type_name(q->first->type),
                   q->bytes);
     }
     free(slots);
@@ -263,7 +263,7 @@ static void print_totals(const st_gguf *g)
             continue;
         human_bytes(hb, sizeof hb, bytes[k]);
         printf("  %-7s %8" PRId64 " tensors %16" PRIu64 " bytes (%s, %.1f%%)\n",
-               k < ST_TYPE_COUNT ? st_type_name(k) : "other", counts[k], bytes[k], hb,
+               k < ST_TYPE_COUNT ? st_gguf_tensor_type_name(k) : "other", counts[k], bytes[k], hb,
                total ? 100.0 * (double)bytes[k] / (double)total : 0.0);
     }
 }
@@ -318,7 +318,7 @@ int st_cmd_gguf(int argc, char **argv)
             const st_gguf_tensor *t = st_gguf_tensor_at(g, i);
             char shape[64];
             shape_str(shape, sizeof shape, t, 0);
-            print_row(t->name, t, shape, st_type_name(t->type), t->nbytes);
+            print_row(t->name, t, shape, st_gguf_tensor_type_name(t->type), t->nbytes);
         }
     } else {
         rc = print_grouped(g);

@@ -55,6 +55,10 @@ typedef enum st_gguf_type {
 /* "u32", "string", "array", ...; "?" for unknown ids. Static storage. */
 const char *st_gguf_type_name(uint32_t type);
 
+/* Name of a GGUF tensor type id ("Q4_K"), including ids the format defines that this build
+ * cannot compute with ("IQ2_XXS", "MXFP4"); "?" for others. Static storage. */
+const char *st_gguf_tensor_type_name(uint32_t type);
+
 /* ==== reader ====================================================================== */
 
 typedef struct st_gguf st_gguf;
@@ -81,7 +85,8 @@ typedef struct st_gguf_value {
 /* One tensor. All pointers are owned by the st_gguf and live until st_gguf_close. */
 typedef struct st_gguf_tensor {
     const char *name;         /* NUL-terminated */
-    uint32_t type;            /* GGUF tensor type id == st_type (strata/backend.h) */
+    uint32_t type;            /* GGUF tensor type id == st_type (strata/backend.h); may be a
+                                 type this build cannot compute with: check st_type_get */
     uint32_t n_dims;          /* 1..4 */
     int64_t ne[ST_GGUF_MAX_DIMS]; /* ne[0] innermost; unused dims are 1 */
     uint64_t nbytes;          /* st_row_size(type, ne[0]) * ne[1] * ne[2] * ne[3] */

@@ -90,6 +90,9 @@ int st_gguf_value_to_f64(const st_gguf_value *v, double *out);
 /* Decodes one little-endian scalar of type t at p. */
 void st_gguf_decode_scalar(uint32_t t, const void *p, st_gguf_value *v);
 
+/* Elements per block and bytes per block of a tensor type; -1 for ids the format lacks. */
+int st_gguf_type_block(uint32_t type, uint32_t *block, uint32_t *bytes);
+
 /* Size in bytes of one scalar of type t (0 for STRING, ARRAY and unknown ids). */
 size_t st_gguf_type_size(uint32_t t);
 

@@ -119,9 +119,10 @@ static int open_split(st_gguf *g, const char *path, st_gguf_file *first, char *e
         uint64_t fno = UINT64_MAX, fcount = count;
         if (file_u64(f, "split.no", &fno) != 1 || fno != i ||
             file_u64(f, "split.count", &fcount) < 0 || fcount != count) {
-            snprintf(err, errlen, "%s: expected shard %" PRIu64 " of %" PRIu64
-                                  " but split.no/split.count say otherwise",
-                     f->path, i + 1, count);
+            snprintf(err, errlen, "%s: expected shard %" PRIu64 " of %" PRIu64 " (split.no %"
+                                  PRIu64 ") but split.no is %s%" PRIu64 " and split.count %"
+                                  PRIu64, f->path, i + 1, count, i,
+                     fno == UINT64_MAX ? "missing/" : "", fno == UINT64_MAX ? 0 : fno, fcount);
             free(name);
             return -1;
         }

@@ -193,7 +193,7 @@ static int skip_array(cursor *c, int depth)
             return fail(c, "nested string array length %" PRIu64 " at offset 0x%" PRIx64
                            " exceeds what the rest of the file can hold", n, at);
         for (uint64_t i = 0; i < n; i++) {
-            const uint8_t *s;
+            const uint8_t *s = NULL;
             uint64_t l;
             if (rd_str(c, &s, &l, "nested array string"))
                 return -1;
@@ -216,8 +216,8 @@ static int read_value(cursor *c, st_gguf_arena *arena, uint32_t type, st_gguf_kv
         return fail(c, "unknown value type %u (field at offset 0x%" PRIx64 ")", type, at - 4);
     kv->val.type = (st_gguf_type)type;
     if (type == ST_GGUF_TYPE_STRING) {
-        const uint8_t *s;
-        uint64_t len;
+        const uint8_t *s = NULL;
+        uint64_t len = 0;
         if (rd_str(c, &s, &len, "string value"))
             return -1;
         char *copy = st_gguf_arena_strdup(arena, s, (size_t)len);
@@ -268,8 +268,8 @@ static int read_value(cursor *c, st_gguf_arena *arena, uint32_t type, st_gguf_kv
         if (n && (!kv->strs || !kv->lens))
             return fail(c, "out of memory for a string array of %" PRIu64 " items", n);
         for (uint64_t i = 0; i < n; i++) {
-            const uint8_t *s;
-            uint64_t len;
+            const uint8_t *s = NULL;
+            uint64_t len = 0;
             if (rd_str(c, &s, &len, "array string")) {
                 char tmp[64];
                 snprintf(tmp, sizeof tmp, " (item %" PRIu64 " of %" PRIu64 ")", i, n);
@@ -361,8 +361,8 @@ static int read_kvs(cursor *c, st_gguf_file *f, st_gguf_arena *arena)
         kv->file_off = c->off;
         snprintf(c->ctx, sizeof c->ctx, "metadata pair %" PRId64 " (at offset 0x%" PRIx64 ")",
                  i, kv->file_off);
-        const uint8_t *k;
-        uint64_t klen;
+        const uint8_t *k = NULL;
+        uint64_t klen = 0;
         if (rd_str(c, &k, &klen, "key"))
             return -1;
         char q[200];
@@ -409,8 +409,8 @@ static int read_tensor_infos(cursor *c, st_gguf_file *f, st_gguf_arena *arena,
         info_offs[i] = at;
         snprintf(c->ctx, sizeof c->ctx, "tensor %" PRId64 " (info at offset 0x%" PRIx64 ")", i,
                  at);
-        const uint8_t *nm;
-        uint64_t nlen;
+        const uint8_t *nm = NULL;
+        uint64_t nlen = 0;
         if (rd_str(c, &nm, &nlen, "name"))
             return -1;
         char q[200];
@@ -443,14 +443,14 @@ static int read_tensor_infos(cursor *c, st_gguf_file *f, st_gguf_arena *arena,
         uint64_t type_at = c->off;
         if (rd_u32(c, &t->type, "type"))
             return -1;
-        const st_type_info *ti = st_type_get(t->type);
-        if (!ti)
+        uint32_t block, bsize;
+        if (st_gguf_type_block(t->type, &block, &bsize))
             return fail(c, "tensor type %u at offset 0x%" PRIx64 " is not a known type", t->type,
                         type_at);
-        if (t->ne[0] % ti->block_size != 0)
+        if ((uint64_t)t->ne[0] % block != 0)
             return fail(c, "row length ne[0] = %" PRId64 " is not a multiple of %s's block "
-                           "size %d", t->ne[0], ti->name, ti->block_size);
-        uint64_t nel = 1, nb = st_row_size(t->type, t->ne[0]);
+                           "size %u", t->ne[0], st_gguf_tensor_type_name(t->type), block);
+        uint64_t nel = 1, nb = (uint64_t)t->ne[0] / block * bsize;
         for (int d = 0; d < ST_GGUF_MAX_DIMS; d++)
             if (__builtin_mul_overflow(nel, (uint64_t)t->ne[d], &nel) || nel > (uint64_t)INT64_MAX)
                 return fail(c, "element count of shape [%" PRId64 ", %" PRId64 ", %" PRId64
@@ -461,9 +461,6 @@ static int read_tensor_infos(cursor *c, st_gguf_file *f, st_gguf_arena *arena,
                 return fail(c, "byte size of shape [%" PRId64 ", %" PRId64 ", %" PRId64
                                ", %" PRId64 "] overflows 64 bits",
                             t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
-        if (nb == 0)
-            return fail(c, "row size of type %s for ne[0] = %" PRId64 " is unknown", ti->name,
-                        t->ne[0]);
         t->nbytes = nb;
         uint64_t off_at = c->off;
         if (rd_u64(c, &t->offset, "data offset"))
@@ -530,7 +527,7 @@ int st_gguf_file_parse(st_gguf_file *f, st_gguf_arena *arena, char *err, size_t 
 {
     cursor c = {.p = f->map.base, .size = f->map.size, .path = f->path, .err = err,
                 .errlen = errlen};
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     if (read_header(&c, f, &n_tensors, &n_kv))
         return -1;
     f->n_kv = (int64_t)n_kv;

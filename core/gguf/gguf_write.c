@@ -2,7 +2,7 @@
  * (with every tensor's offset, known from type + shape) is written first, then tensor data
  * is appended in declaration order with alignment padding. Memory use is independent of the
  * size of the tensor data. */
-#include "gguf/gguf.h"
+#include "gguf/gguf_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "quant/quant.h"
 
 typedef struct wkv {
     char *key;
@@ -47,6 +47,7 @@ struct st_gguf_writer {
     int64_t cur;       /* tensor being written */
     uint64_t cur_done; /* bytes of it written */
     int began, finished, failed;
+    int regular; /* the output is a regular file we created: removed if not finished */
     char err[512];
 };
 
@@ -118,7 +119,7 @@ void st_gguf_writer_free(st_gguf_writer *w)
         return;
     if (w->f) {
         fclose(w->f);
-        if (!w->finished && w->path)
+        if (!w->finished && w->path && w->regular)
             remove(w->path);
     }
     for (int64_t i = 0; i < w->n_kv; i++) {
@@ -403,8 +404,8 @@ int st_gguf_writer_add_tensor(st_gguf_writer *w, const char *name, uint32_t type
         return werr(w, "tensor with an empty name");
     if (n_dims < 1 || n_dims > ST_GGUF_MAX_DIMS || !ne)
         return werr(w, "tensor '%s': n_dims %u is outside 1..%d", name, n_dims, ST_GGUF_MAX_DIMS);
-    const st_type_info *ti = st_type_get(type);
-    if (!ti)
+    uint32_t block, bsize;
+    if (st_gguf_type_block(type, &block, &bsize))
         return werr(w, "tensor '%s': unknown type %u", name, type);
     wtensor t = {.type = type, .n_dims = n_dims};
     for (int d = 0; d < ST_GGUF_MAX_DIMS; d++)
@@ -414,11 +415,11 @@ int st_gguf_writer_add_tensor(st_gguf_writer *w, const char *name, uint32_t type
             return werr(w, "tensor '%s': dimension %u is %" PRId64 "", name, d, ne[d]);
         t.ne[d] = ne[d];
     }
-    if (t.ne[0] % ti->block_size)
-        return werr(w, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of %s's block size %d",
-                    name, t.ne[0], ti->name, ti->block_size);
-    uint64_t nb = st_row_size(type, t.ne[0]), nel = 1;
-    int ovf = nb == 0;
+    if ((uint64_t)t.ne[0] % block)
+        return werr(w, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of %s's block size %u",
+                    name, t.ne[0], st_gguf_tensor_type_name(type), block);
+    uint64_t nb = (uint64_t)t.ne[0] / block * bsize, nel = 1;
+    int ovf = 0;
     for (int d = 0; d < ST_GGUF_MAX_DIMS; d++) {
         ovf |= __builtin_mul_overflow(nel, (uint64_t)t.ne[d], &nel) || nel > (uint64_t)INT64_MAX;
         if (d)
@@ -427,7 +428,7 @@ int st_gguf_writer_add_tensor(st_gguf_writer *w, const char *name, uint32_t type
     if (ovf || nb > UINT64_MAX / 2)
         return werr(w, "tensor '%s': shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                        "] is too large for type %s", name, t.ne[0], t.ne[1], t.ne[2], t.ne[3],
-                    ti->name);
+                    st_gguf_tensor_type_name(type));
     t.nbytes = nb;
     if (w->n_t == w->cap_t) {
         int64_t cap = w->cap_t ? w->cap_t * 2 : 64;
@@ -510,6 +511,8 @@ int st_gguf_writer_begin(st_gguf_writer *w, const char *path)
     w->f = fopen(path, "wb");
     if (!w->f)
         return werr(w, "%s: cannot create: %s", path, strerror(errno));
+    struct stat st;
+    w->regular = fstat(fileno(w->f), &st) == 0 && S_ISREG(st.st_mode);
     setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     w->began = 1;
     wbuf b = {0};
@@ -606,7 +609,8 @@ int st_gguf_writer_finish(st_gguf_writer *w)
     FILE *f = w->f;
     w->f = NULL;
     if (fclose(f) != 0) {
-        remove(w->path);
+        if (w->regular)
+            remove(w->path);
         return werr(w, "%s: close failed: %s", w->path, strerror(errno ? errno : EIO));
     }
     w->finished = 1;
