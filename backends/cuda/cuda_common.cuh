@@ -1,0 +1,126 @@
+/* Device helpers shared by the kernel files: activation loads/stores for F32/F16/BF16,
+ * strided row views, warp reductions, and host-side argument checks that return statuses. */
+#ifndef STRATA_CUDA_COMMON_CUH
+#define STRATA_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda/cuda_internal.h"
+#include "quant/quant.h"
+
+#define ST_WARP 32
+
+/* A strided [ne3][ne2][ne1][ne0] view flattened to rows of ne0 elements. */
+struct st_view {
+    char *p;
+    int type;
+    int64_t ne0, ne1, ne2, ne3;
+    int64_t nb1, nb2, nb3;
+};
+
+static inline st_view st_view_of(const st_tensor &t) {
+    st_view v;
+    v.p = (char *)t.data;
+    v.type = (int)t.type;
+    v.ne0 = t.ne[0]; v.ne1 = t.ne[1]; v.ne2 = t.ne[2]; v.ne3 = t.ne[3];
+    v.nb1 = t.nb[1]; v.nb2 = t.nb[2]; v.nb3 = t.nb[3];
+    return v;
+}
+
+static inline int64_t st_nrows(const st_tensor &t) { return t.ne[1] * t.ne[2] * t.ne[3]; }
+
+__device__ __forceinline__ char *st_row(const st_view &v, int64_t r) {
+    int64_t i1 = r % v.ne1;
+    r /= v.ne1;
+    int64_t i2 = r % v.ne2, i3 = r / v.ne2;
+    return v.p + i1 * v.nb1 + i2 * v.nb2 + i3 * v.nb3;
+}
+
+__device__ __forceinline__ float st_h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float st_b2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+
+/* Element i of an activation row of type F32/F16/BF16. */
+__device__ __forceinline__ float st_ld(const void *p, int type, int64_t i) {
+    if (type == ST_TYPE_F32) return ((const float *)p)[i];
+    if (type == ST_TYPE_F16) return st_h2f(((const uint16_t *)p)[i]);
+    return st_b2f(((const uint16_t *)p)[i]);
+}
+
+__device__ __forceinline__ void st_st(void *p, int type, int64_t i, float v) {
+    if (type == ST_TYPE_F32) ((float *)p)[i] = v;
+    else if (type == ST_TYPE_F16) ((__half *)p)[i] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ float st_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float st_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Sum over a block of blockDim.x (multiple of 32, <= 1024); every thread gets the result. */
+__device__ __forceinline__ float st_block_sum(float v, float *sh /* [32] */) {
+    v = st_warp_sum(v);
+    int w = threadIdx.x / ST_WARP, l = threadIdx.x % ST_WARP, nw = blockDim.x / ST_WARP;
+    __syncthreads();
+    if (l == 0) sh[w] = v;
+    __syncthreads();
+    v = l < nw ? sh[l] : 0.0f;
+    return st_warp_sum(v);
+}
+
+/* Name of a type id for error texts (host side). */
+static inline const char *st_cuda_type_name(uint32_t t) {
+    switch (t) {
+    case ST_TYPE_F32: return "F32"; case ST_TYPE_F16: return "F16"; case ST_TYPE_BF16: return "BF16";
+    case ST_TYPE_Q4_0: return "Q4_0"; case ST_TYPE_Q4_1: return "Q4_1"; case ST_TYPE_Q5_0: return "Q5_0";
+    case ST_TYPE_Q5_1: return "Q5_1"; case ST_TYPE_Q8_0: return "Q8_0"; case ST_TYPE_Q8_1: return "Q8_1";
+    case ST_TYPE_Q2_K: return "Q2_K"; case ST_TYPE_Q3_K: return "Q3_K"; case ST_TYPE_Q4_K: return "Q4_K";
+    case ST_TYPE_Q5_K: return "Q5_K"; case ST_TYPE_Q6_K: return "Q6_K"; case ST_TYPE_Q8_K: return "Q8_K";
+    case ST_TYPE_IQ4_NL: return "IQ4_NL"; case ST_TYPE_IQ4_XS: return "IQ4_XS"; case ST_TYPE_I8: return "I8";
+    case ST_TYPE_I16: return "I16"; case ST_TYPE_I32: return "I32";
+    default: return "?";
+    }
+}
+
+/* ---- host-side checks ------------------------------------------------------------------ */
+static inline int st_is_act(uint32_t t) { return t == ST_TYPE_F32 || t == ST_TYPE_F16 || t == ST_TYPE_BF16; }
+static inline int64_t st_act_size(uint32_t t) { return t == ST_TYPE_F32 ? 4 : 2; }
+
+/* An activation tensor: F32/F16/BF16, non-NULL, contiguous innermost dimension. */
+static inline st_status st_check_act(const st_tensor &t, const char *op, const char *name) {
+    if (!t.data) return st_mod_fail(ST_INVALID, "cuda %s: %s has no data", op, name);
+    if (!st_is_act(t.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %s has type %s (F32/F16/BF16 only)", op, name,
+                           st_cuda_type_name(t.type));
+    if (t.nb[0] != st_act_size(t.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %s is not contiguous in dim 0", op, name);
+    for (int i = 0; i < 4; i++)
+        if (t.ne[i] < 0) return st_mod_fail(ST_INVALID, "cuda %s: %s has ne[%d] < 0", op, name, i);
+    return ST_OK;
+}
+
+static inline int st_same_shape(const st_tensor &a, const st_tensor &b) {
+    return a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3];
+}
+
+static inline unsigned st_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+
+#define ST_TRY(x)                         \
+    do {                                  \
+        st_status st_try_ = (x);          \
+        if (st_try_ != ST_OK) return st_try_; \
+    } while (0)
+
+#endif

@@ -1,0 +1,213 @@
+/* ATTENTION over the paged cell table. A block of 4 warps handles one (token, head) and a
+ * range of positions with an online softmax per warp, merged in shared memory. For decode
+ * (few tokens x heads) the positions are split across blocks (flash-decoding): each split
+ * writes (max, sum, acc) partials into the stream's workspace and a second kernel merges them.
+ * Works for any n; positions past kv_len[i] and fully masked rows contribute nothing (a row
+ * with no visible position yields zeros). */
+#include "cuda/cuda_common.cuh"
+
+#define ST_ATT_WARPS 4
+#define ST_ATT_MAX_HD 512
+#define ST_ATT_PER_LANE (ST_ATT_MAX_HD / ST_WARP)
+
+struct st_att_params {
+    st_view q, out;             /* rows (token, head): ne1 = n_head */
+    const char *k, *v;
+    int kt, vt;                 /* cache types */
+    int64_t k_nb1, k_nb2, v_nb1, v_nb2, n_cells;
+    const int32_t *seq, *kv_len, *cell_table;
+    const float *mask;
+    int64_t n, n_head, n_kv, hd;
+    int max_pos, n_split, chunk;
+    float scale;
+    float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
+};
+
+__device__ __forceinline__ float st_cache_ld(const char *row, int type, int64_t d) {
+    if (type == ST_TYPE_Q8_0) {
+        const uint8_t *b = (const uint8_t *)row + (d / 32) * 34;
+        return st_h2f((uint16_t)(b[0] | (b[1] << 8))) * (float)(int8_t)b[2 + d % 32];
+    }
+    return st_ld(row, type, d);
+}
+
+__global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_params p) {
+    __shared__ float sm_m[ST_ATT_WARPS], sm_l[ST_ATT_WARPS];
+    __shared__ float sm_acc[ST_ATT_WARPS][ST_ATT_MAX_HD];
+    const int64_t h = blockIdx.x % p.n_head, i = blockIdx.x / p.n_head;
+    const int split = blockIdx.y;
+    const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
+    const int64_t kvh = h / (p.n_head / p.n_kv);
+    int L = p.kv_len[i];
+    if (L > p.max_pos) L = p.max_pos;
+    const int p0 = split * p.chunk;
+    const int p1 = min(L, p0 + p.chunk);
+    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
+    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
+    const char *qr = st_row(p.q, i * p.n_head + h);
+    float qv[ST_ATT_PER_LANE], acc[ST_ATT_PER_LANE];
+#pragma unroll
+    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+        const int64_t d = lane + j * ST_WARP;
+        qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
+        acc[j] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int pos = p0 + warp; pos < p1; pos += ST_ATT_WARPS) {
+        const int64_t c = cells[pos];
+        if (c < 0 || c >= p.n_cells) continue;
+        const char *kr = p.k + c * p.k_nb2 + kvh * p.k_nb1;
+        float dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+            const int64_t d = lane + j * ST_WARP;
+            if (d < p.hd) dot += qv[j] * st_cache_ld(kr, p.kt, d);
+        }
+        dot = st_warp_sum(dot);
+        float sc = dot * p.scale;
+        if (mrow) sc += mrow[pos];
+        if (sc == -INFINITY || sc != sc) continue;
+        const float mn = fmaxf(m, sc);
+        const float corr = expf(m - mn), e = expf(sc - mn);
+        l = l * corr + e;
+        m = mn;
+        const char *vr = p.v + c * p.v_nb2 + kvh * p.v_nb1;
+#pragma unroll
+        for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+            const int64_t d = lane + j * ST_WARP;
+            if (d < p.hd) acc[j] = acc[j] * corr + e * st_cache_ld(vr, p.vt, d);
+        }
+    }
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+        const int64_t d = lane + j * ST_WARP;
+        if (d < p.hd) sm_acc[warp][d] = acc[j];
+    }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ST_ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
+    float Ls = 0.0f, f[ST_ATT_WARPS];
+    for (int w = 0; w < ST_ATT_WARPS; w++) {
+        f[w] = sm_l[w] > 0.0f ? expf(sm_m[w] - M) : 0.0f;
+        Ls += sm_l[w] * f[w];
+    }
+    if (p.n_split > 1) {
+        float *part = p.part + ((i * p.n_head + h) * p.n_split + split) * (p.hd + 2);
+        if (threadIdx.x == 0) {
+            part[0] = M;
+            part[1] = Ls;
+        }
+        for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+            float a = 0.0f;
+            for (int w = 0; w < ST_ATT_WARPS; w++) a += sm_acc[w][d] * f[w];
+            part[2 + d] = a;
+        }
+        return;
+    }
+    char *orow = st_row(p.out, i * p.n_head + h);
+    const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+    for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int w = 0; w < ST_ATT_WARPS; w++) a += sm_acc[w][d] * f[w];
+        st_st(orow, p.out.type, d, a * inv);
+    }
+}
+
+/* Merge the splits of one (token, head). */
+__global__ void k_attention_merge(st_att_params p) {
+    const int64_t h = blockIdx.x % p.n_head, i = blockIdx.x / p.n_head;
+    const float *part = p.part + (i * p.n_head + h) * p.n_split * (p.hd + 2);
+    float M = -INFINITY, Ls = 0.0f;
+    for (int s = 0; s < p.n_split; s++) M = fmaxf(M, part[s * (p.hd + 2)]);
+    for (int s = 0; s < p.n_split; s++) {
+        const float l = part[s * (p.hd + 2) + 1];
+        if (l > 0.0f) Ls += l * expf(part[s * (p.hd + 2)] - M);
+    }
+    const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+    char *orow = st_row(p.out, i * p.n_head + h);
+    for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int s = 0; s < p.n_split; s++) {
+            const float l = part[s * (p.hd + 2) + 1];
+            if (l > 0.0f) a += part[s * (p.hd + 2) + 2 + d] * expf(part[s * (p.hd + 2)] - M);
+        }
+        st_st(orow, p.out.type, d, a * inv);
+    }
+}
+
+static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, int64_t nkv) {
+    if (!c.data) return st_mod_fail(ST_INVALID, "cuda attention: %s cache has no data", name);
+    if (c.type != ST_TYPE_F32 && c.type != ST_TYPE_F16 && c.type != ST_TYPE_BF16 && c.type != ST_TYPE_Q8_0)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda attention: %s cache type %s", name, st_cuda_type_name(c.type));
+    if (c.type == ST_TYPE_Q8_0 && hd % 32)
+        return st_mod_fail(ST_INVALID, "cuda attention: Q8_0 cache needs head_dim %% 32 == 0");
+    if (c.ne[0] != hd || c.ne[1] != nkv)
+        return st_mod_fail(ST_INVALID, "cuda attention: %s cache rows [%lld][%lld], expected [%lld][%lld]", name,
+                           (long long)c.ne[1], (long long)c.ne[0], (long long)nkv, (long long)hd);
+    return ST_OK;
+}
+
+extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda attention: NULL argument");
+    ST_TRY(st_check_act(a->q, "attention", "q"));
+    ST_TRY(st_check_act(a->out, "attention", "out"));
+    if (!st_same_shape(a->q, a->out)) return st_mod_fail(ST_INVALID, "cuda attention: q and out shapes differ");
+    const int64_t hd = a->q.ne[0], nh = a->q.ne[1], n = a->q.ne[2] * a->q.ne[3], nkv = a->k_cache.ne[1];
+    if (hd > ST_ATT_MAX_HD)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda attention: head_dim %lld > %d", (long long)hd, ST_ATT_MAX_HD);
+    if (nkv <= 0 || nh % nkv)
+        return st_mod_fail(ST_INVALID, "cuda attention: %lld heads over %lld kv heads", (long long)nh, (long long)nkv);
+    ST_TRY(check_cache(a->k_cache, "k", hd, nkv));
+    ST_TRY(check_cache(a->v_cache, "v", hd, nkv));
+    if (!hd || !nh || !n) return ST_OK;
+    if (a->max_pos <= 0) return st_mod_fail(ST_INVALID, "cuda attention: max_pos %d", a->max_pos);
+    if (!a->seq || !a->kv_len || !a->cell_table) return st_mod_fail(ST_INVALID, "cuda attention: NULL table");
+    if (n * nh > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda attention: too many rows");
+    st_att_params p;
+    p.q = st_view_of(a->q);
+    p.out = st_view_of(a->out);
+    p.k = (const char *)a->k_cache.data;
+    p.v = (const char *)a->v_cache.data;
+    p.kt = (int)a->k_cache.type;
+    p.vt = (int)a->v_cache.type;
+    p.k_nb1 = a->k_cache.nb[1];
+    p.k_nb2 = a->k_cache.nb[2];
+    p.v_nb1 = a->v_cache.nb[1];
+    p.v_nb2 = a->v_cache.nb[2];
+    p.n_cells = a->k_cache.ne[2] < a->v_cache.ne[2] ? a->k_cache.ne[2] : a->v_cache.ne[2];
+    p.seq = a->seq;
+    p.kv_len = a->kv_len;
+    p.cell_table = a->cell_table;
+    p.mask = a->mask;
+    p.n = n;
+    p.n_head = nh;
+    p.n_kv = nkv;
+    p.hd = hd;
+    p.max_pos = a->max_pos;
+    p.scale = a->scale;
+    p.part = (float *)s->ws;
+    /* Split the sequence when (tokens x heads) alone cannot fill the device. */
+    int n_split = 1;
+    const int64_t rows = n * nh, target = 4ll * (s->dev->n_sm > 0 ? s->dev->n_sm : 32);
+    if (rows < target && a->max_pos >= 512) {
+        int64_t want = (target + rows - 1) / rows;
+        const int64_t by_len = (a->max_pos + 255) / 256;
+        const int64_t by_ws = (int64_t)(s->ws_bytes / sizeof(float)) / (rows * (hd + 2));
+        if (want > by_len) want = by_len;
+        if (want > by_ws) want = by_ws;
+        if (want > 1) n_split = (int)want;
+    }
+    p.n_split = n_split;
+    p.chunk = (a->max_pos + n_split - 1) / n_split;
+    ST_TRY(st_cuda_use(s->dev));
+    k_attention<<<dim3((unsigned)rows, (unsigned)n_split), ST_ATT_WARPS * ST_WARP, 0, s->s>>>(p);
+    if (n_split > 1) {
+        ST_TRY(st_cuda_launched(s, "attention"));
+        k_attention_merge<<<(unsigned)rows, 128, 0, s->s>>>(p);
+    }
+    return st_cuda_launched(s, "attention");
+}

@@ -1,0 +1,179 @@
+/* Row-wise and element-wise ops: RMS_NORM (fused residual add), ADD, SCALE, CONVERT,
+ * MUL_ROWS, SWIGLU. Tensors are strided views of up to 4 dims with a contiguous dim 0;
+ * outputs may alias inputs where the header allows it (each element is read before it is
+ * written by the same thread). */
+#include "cuda/cuda_common.cuh"
+
+#define ST_EW_THREADS 256
+
+static unsigned ew_grid(int64_t total) {
+    int64_t b = (total + ST_EW_THREADS - 1) / ST_EW_THREADS;
+    return (unsigned)(b > 65535ll * 16 ? 65535ll * 16 : (b < 1 ? 1 : b));
+}
+
+enum { ST_EW_ADD = 0, ST_EW_SCALE = 1, ST_EW_CONVERT = 2, ST_EW_MUL_ROWS = 3, ST_EW_SWIGLU = 4 };
+
+/* One generic element-wise kernel: out[r][e] = f(a[r][e], b ...). */
+__global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64_t rows, int64_t K, float s,
+                              int b_bcast, const float *rowv, int64_t rowv_stride, int sigm) {
+    const int64_t total = rows * K;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = idx / K, e = idx % K;
+        const float x = st_ld(st_row(a, r), a.type, e);
+        float y;
+        switch (kind) {
+        case ST_EW_ADD: y = x + st_ld(st_row(b, b_bcast ? 0 : r), b.type, e); break;
+        case ST_EW_SCALE: y = x * s; break;
+        case ST_EW_MUL_ROWS: {
+            float f = rowv[r * rowv_stride];
+            if (sigm) f = 1.0f / (1.0f + expf(-f));
+            y = x * f;
+            break;
+        }
+        case ST_EW_SWIGLU: {
+            const float u = st_ld(st_row(b, r), b.type, e);
+            y = x / (1.0f + expf(-x)) * u;
+            break;
+        }
+        default: y = x; break;
+        }
+        st_st(st_row(out, r), out.type, e, y);
+    }
+}
+
+static st_status ew_launch(st_stream *s, const char *op, int kind, const st_tensor &a, const st_tensor *b,
+                           const st_tensor &out, float sc, int b_bcast, const float *rowv, int64_t rowv_stride,
+                           int sigm) {
+    const int64_t K = a.ne[0], rows = st_nrows(a);
+    if (!K || !rows) return ST_OK;
+    ST_TRY(st_cuda_use(s->dev));
+    const st_view bv = b ? st_view_of(*b) : st_view_of(a);
+    k_elementwise<<<ew_grid(K * rows), ST_EW_THREADS, 0, s->s>>>(kind, st_view_of(a), bv, st_view_of(out), rows, K,
+                                                                  sc, b_bcast, rowv, rowv_stride, sigm);
+    return st_cuda_launched(s, op);
+}
+
+static st_status check_ao(const st_binary_args *a, const char *op) {
+    ST_TRY(st_check_act(a->a, op, "a"));
+    ST_TRY(st_check_act(a->out, op, "out"));
+    if (!st_same_shape(a->a, a->out)) return st_mod_fail(ST_INVALID, "cuda %s: a and out shapes differ", op);
+    return ST_OK;
+}
+
+extern "C" st_status st_cuda_add(st_stream *s, const st_binary_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda add: NULL argument");
+    ST_TRY(check_ao(a, "add"));
+    ST_TRY(st_check_act(a->b, "add", "b"));
+    const int bcast = st_nrows(a->b) == 1 && st_nrows(a->a) != 1;
+    if (a->b.ne[0] != a->a.ne[0] || (!bcast && st_nrows(a->b) != st_nrows(a->a)))
+        return st_mod_fail(ST_INVALID, "cuda add: b is [%lld][%lld], a is [%lld][%lld]", (long long)st_nrows(a->b),
+                           (long long)a->b.ne[0], (long long)st_nrows(a->a), (long long)a->a.ne[0]);
+    return ew_launch(s, "add", ST_EW_ADD, a->a, &a->b, a->out, 0.0f, bcast, NULL, 0, 0);
+}
+
+extern "C" st_status st_cuda_scale(st_stream *s, const st_binary_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda scale: NULL argument");
+    ST_TRY(check_ao(a, "scale"));
+    return ew_launch(s, "scale", ST_EW_SCALE, a->a, NULL, a->out, a->s, 0, NULL, 0, 0);
+}
+
+extern "C" st_status st_cuda_convert(st_stream *s, const st_binary_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda convert: NULL argument");
+    ST_TRY(check_ao(a, "convert"));
+    return ew_launch(s, "convert", ST_EW_CONVERT, a->a, NULL, a->out, 0.0f, 0, NULL, 0, 0);
+}
+
+extern "C" st_status st_cuda_mul_rows(st_stream *s, const st_binary_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda mul_rows: NULL argument");
+    ST_TRY(check_ao(a, "mul_rows"));
+    const int64_t n = st_nrows(a->a);
+    if (!a->b.data || a->b.type != ST_TYPE_F32)
+        return st_mod_fail(ST_INVALID, "cuda mul_rows: b must be an F32 vector of %lld", (long long)n);
+    int64_t stride;
+    if (a->b.ne[0] == n && st_nrows(a->b) == 1) stride = a->b.nb[0] / 4;
+    else if (a->b.ne[0] == 1 && st_nrows(a->b) == n && a->b.ne[2] * a->b.ne[3] == 1) stride = a->b.nb[1] / 4;
+    else
+        return st_mod_fail(ST_INVALID, "cuda mul_rows: b has %lld x %lld elements, a has %lld rows",
+                           (long long)a->b.ne[0], (long long)st_nrows(a->b), (long long)n);
+    if (n > 1 && a->b.ne[2] * a->b.ne[3] != 1)
+        return st_mod_fail(ST_INVALID, "cuda mul_rows: b must be 1-D");
+    return ew_launch(s, "mul_rows", ST_EW_MUL_ROWS, a->a, NULL, a->out, 0.0f, 0, (const float *)a->b.data,
+                     stride, a->sigmoid);
+}
+
+extern "C" st_status st_cuda_swiglu(st_stream *s, const st_swiglu_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda swiglu: NULL argument");
+    ST_TRY(st_check_act(a->gate, "swiglu", "gate"));
+    ST_TRY(st_check_act(a->up, "swiglu", "up"));
+    ST_TRY(st_check_act(a->out, "swiglu", "out"));
+    if (!st_same_shape(a->gate, a->up) || !st_same_shape(a->gate, a->out))
+        return st_mod_fail(ST_INVALID, "cuda swiglu: gate, up and out shapes differ");
+    return ew_launch(s, "swiglu", ST_EW_SWIGLU, a->gate, &a->up, a->out, 0.0f, 0, NULL, 0, 0);
+}
+
+/* ---- RMS norm ---------------------------------------------------------------------------- */
+/* Block per row. h = x (+ residual) is kept in shared memory when cache != 0 (K floats), so
+ * outputs may alias any input; else h is re-read from sum_out or recomputed. */
+__global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
+                           int64_t w_stride, st_view out, int64_t K, float eps, int cache) {
+    extern __shared__ float hs[];
+    __shared__ float red[32];
+    const int64_t r = blockIdx.x;
+    const char *xr = st_row(x, r);
+    const char *rr = has_res ? st_row(res, r) : NULL;
+    char *sr = has_sum ? st_row(sum, r) : NULL;
+    char *orow = st_row(out, r);
+    float ss = 0.0f;
+    for (int64_t e = threadIdx.x; e < K; e += blockDim.x) {
+        float h = st_ld(xr, x.type, e);
+        if (rr) h += st_ld(rr, res.type, e);
+        if (cache) hs[e] = h;
+        if (sr) st_st(sr, sum.type, e, h);
+        ss += h * h;
+    }
+    ss = st_block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / (float)K + eps);
+    for (int64_t e = threadIdx.x; e < K; e += blockDim.x) {
+        float h;
+        if (cache) h = hs[e];
+        else if (sr) h = st_ld(sr, sum.type, e);
+        else {
+            h = st_ld(xr, x.type, e);
+            if (rr) h += st_ld(rr, res.type, e);
+        }
+        float y = h * inv;
+        if (w) y *= w[e * w_stride];
+        st_st(orow, out.type, e, y);
+    }
+}
+
+extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda rms_norm: NULL argument");
+    ST_TRY(st_check_act(a->x, "rms_norm", "x"));
+    ST_TRY(st_check_act(a->out, "rms_norm", "out"));
+    const int has_res = a->residual.data != NULL, has_sum = a->sum_out.data != NULL;
+    if (has_res) ST_TRY(st_check_act(a->residual, "rms_norm", "residual"));
+    if (has_sum) ST_TRY(st_check_act(a->sum_out, "rms_norm", "sum_out"));
+    const int64_t K = a->x.ne[0], rows = st_nrows(a->x);
+    if (!st_same_shape(a->x, a->out) || (has_res && !st_same_shape(a->x, a->residual)) ||
+        (has_sum && !st_same_shape(a->x, a->sum_out)))
+        return st_mod_fail(ST_INVALID, "cuda rms_norm: x, residual, sum_out and out shapes differ");
+    if (a->weight.data && (a->weight.type != ST_TYPE_F32 || a->weight.ne[0] != K))
+        return st_mod_fail(ST_INVALID, "cuda rms_norm: weight must be F32 [%lld]", (long long)K);
+    if (!K || !rows) return ST_OK;
+    if (rows > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda rms_norm: %lld rows", (long long)rows);
+    ST_TRY(st_cuda_use(s->dev));
+    size_t smem = (size_t)K * sizeof(float);
+    int cache = smem <= s->dev->smem_optin;
+    if (!cache) smem = 0;
+    if (smem > 48 * 1024)
+        ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_rms_norm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                              "rms_norm: cudaFuncSetAttribute", s->dev));
+    const int threads = K >= 4096 ? 1024 : (K >= 1024 ? 256 : 128);
+    const int64_t ws = a->weight.data ? a->weight.nb[0] / 4 : 0;
+    k_rms_norm<<<(unsigned)rows, threads, smem, s->s>>>(
+        st_view_of(a->x), st_view_of(has_res ? a->residual : a->x), has_res, st_view_of(has_sum ? a->sum_out : a->x),
+        has_sum, (const float *)a->weight.data, ws, st_view_of(a->out), K, a->eps, cache);
+    return st_cuda_launched(s, "rms_norm");
+}

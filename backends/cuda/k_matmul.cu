@@ -1,0 +1,158 @@
+/* MATMUL (GEMV for n <= 8 activation rows, tiled GEMM above) and GET_ROWS for every weight
+ * format. Launchers validate shapes and return statuses; kernels dequantize on the fly. */
+#include "cuda/cuda_mm.cuh"
+
+#define ST_GEMV_WARPS 4
+
+/* One warp per output row m; every weight byte is read once for all n (<= 8) rows of x. */
+template <int T>
+__global__ void __launch_bounds__(ST_GEMV_WARPS * ST_WARP)
+k_gemv(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int n, st_view out) {
+    const int64_t m = (int64_t)blockIdx.x * ST_GEMV_WARPS + threadIdx.x / ST_WARP;
+    if (m >= M) return;
+    const char *xr[ST_GEMV_COLS];
+    float acc[ST_GEMV_COLS];
+#pragma unroll
+    for (int i = 0; i < ST_GEMV_COLS; i++) {
+        xr[i] = i < n ? st_row(x, i) : NULL;
+        acc[i] = 0.0f;
+    }
+    st_gemv_row<T>(W + m * w_nb1, K, n, xr, x.type, acc);
+#pragma unroll
+    for (int i = 0; i < ST_GEMV_COLS; i++) {
+        if (i < n) {
+            const float v = st_warp_sum(acc[i]);
+            if (threadIdx.x % ST_WARP == 0) st_st(st_row(out, i), out.type, m, v);
+        }
+    }
+}
+
+/* 64x64 output tiles: block (mx, ny) computes out[ny*64 ..][mx*64 ..]. */
+template <int T>
+__global__ void __launch_bounds__(ST_TILE_THREADS)
+k_gemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int64_t n, st_view out) {
+    __shared__ st_tile_smem sm;
+    __shared__ const char *xr[ST_TILE_N];
+    const int64_t m0 = (int64_t)blockIdx.x * ST_TILE_M, n0 = (int64_t)blockIdx.y * ST_TILE_N;
+    if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = n0 + threadIdx.x < n ? st_row(x, n0 + threadIdx.x) : NULL;
+    __syncthreads();
+    float acc[4][4];
+    st_gemm_tile<T>(W, w_nb1, M, K, m0, xr, x.type, sm, acc);
+    const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
+    for (int j = 0; j < 4; j++) {
+        const int64_t c = n0 + tn + j;
+        if (c >= n) break;
+        char *orow = st_row(out, c);
+        for (int i = 0; i < 4; i++)
+            if (m0 + tm + i < M) st_st(orow, out.type, m0 + tm + i, acc[i][j]);
+    }
+}
+
+struct st_mm_launch {
+    const st_matmul_args *a;
+    cudaStream_t s;
+    int64_t M, K, n;
+    template <int T> cudaError_t run() const {
+        st_view x = st_view_of(a->x), out = st_view_of(a->out);
+        const uint8_t *W = (const uint8_t *)a->w.data;
+        if (n <= ST_GEMV_COLS) {
+            k_gemv<T><<<st_blocks(M, ST_GEMV_WARPS), ST_GEMV_WARPS * ST_WARP, 0, s>>>(W, a->w.nb[1], M, K, x,
+                                                                                    (int)n, out);
+            return cudaSuccess;
+        }
+        for (int64_t n0 = 0; n0 < n; n0 += 65535ll * ST_TILE_N) {
+            /* grid.y is limited: shift the views for very large n */
+            st_view xs = x, os = out;
+            const int64_t nn = n - n0 < 65535ll * ST_TILE_N ? n - n0 : 65535ll * ST_TILE_N;
+            if (n0) {
+                if (x.ne2 * x.ne3 != 1 || out.ne2 * out.ne3 != 1) return cudaErrorInvalidValue;
+                xs.p += n0 * x.nb1;
+                os.p += n0 * out.nb1;
+                xs.ne1 = nn;
+                os.ne1 = nn;
+            }
+            dim3 grid(st_blocks(M, ST_TILE_M), st_blocks(nn, ST_TILE_N));
+            k_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
+        }
+        return cudaSuccess;
+    }
+};
+
+/* Shared checks of a weight tensor [M][K]. */
+static st_status check_weight(const st_tensor &w, const char *op) {
+    const int qk = st_w_qk(w.type);
+    if (!w.data) return st_mod_fail(ST_INVALID, "cuda %s: weight has no data", op);
+    if (!qk) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: weight type %s not supported", op, st_cuda_type_name(w.type));
+    if (w.ne[0] % qk)
+        return st_mod_fail(ST_INVALID, "cuda %s: %s row of %lld elements is not a multiple of %d", op,
+                           st_cuda_type_name(w.type), (long long)w.ne[0], qk);
+    if (qk == 1 && w.nb[0] != st_act_size(w.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: weight not contiguous in dim 0", op);
+    return ST_OK;
+}
+
+extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda matmul: NULL argument");
+    ST_TRY(check_weight(a->w, "matmul"));
+    ST_TRY(st_check_act(a->x, "matmul", "x"));
+    ST_TRY(st_check_act(a->out, "matmul", "out"));
+    const int64_t K = a->w.ne[0], M = a->w.ne[1], n = st_nrows(a->x);
+    if (a->x.ne[0] != K || a->out.ne[0] != M || st_nrows(a->out) != n)
+        return st_mod_fail(ST_INVALID, "cuda matmul: shapes w[%lld][%lld] x[%lld][%lld] out[%lld][%lld] disagree",
+                           (long long)M, (long long)K, (long long)n, (long long)a->x.ne[0],
+                           (long long)st_nrows(a->out), (long long)a->out.ne[0]);
+    if (!M || !n) return ST_OK;
+    ST_TRY(st_cuda_use(s->dev));
+    st_mm_launch L{a, s->s, M, K, n};
+#define ST_MM_CALL(T)                                                                                 \
+    (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \
+                                             (long long)n)                                             \
+                               : st_cuda_launched(s, "matmul"))
+    ST_WEIGHT_DISPATCH(a->w.type, ST_MM_CALL)
+#undef ST_MM_CALL
+    return st_mod_fail(ST_UNSUPPORTED, "cuda matmul: weight type %s", st_cuda_type_name(a->w.type));
+}
+
+/* GET_ROWS: block i writes out[i][:] = dequant(w[ids[i]][:]); ids outside [0, n_rows) give 0. */
+template <int T>
+__global__ void k_get_rows(const uint8_t *W, int64_t w_nb1, int64_t n_rows, int64_t K, const int32_t *ids,
+                           st_view out) {
+    const int64_t i = blockIdx.x;
+    const int32_t id = ids[i];
+    char *orow = st_row(out, i);
+    if (id < 0 || id >= n_rows) {
+        for (int64_t e = threadIdx.x; e < K; e += blockDim.x) st_st(orow, out.type, e, 0.0f);
+        return;
+    }
+    const uint8_t *row = W + (int64_t)id * w_nb1;
+    const int64_t ng = K / 8;
+    for (int64_t g = threadIdx.x; g < ng; g += blockDim.x) {
+        float v[8];
+        st_qt<T>::deq8(row, g, v);
+#pragma unroll
+        for (int t = 0; t < 8; t++) st_st(orow, out.type, g * 8 + t, v[t]);
+    }
+    for (int64_t e = ng * 8 + threadIdx.x; e < K; e += blockDim.x) st_st(orow, out.type, e, st_qt_plain_deq1<T>(row, e));
+}
+
+extern "C" st_status st_cuda_get_rows(st_stream *s, const st_get_rows_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda get_rows: NULL argument");
+    ST_TRY(check_weight(a->w, "get_rows"));
+    ST_TRY(st_check_act(a->out, "get_rows", "out"));
+    const int64_t K = a->w.ne[0], n = st_nrows(a->out);
+    if (a->out.ne[0] != K)
+        return st_mod_fail(ST_INVALID, "cuda get_rows: out row %lld != weight row %lld", (long long)a->out.ne[0],
+                           (long long)K);
+    if (!n) return ST_OK;
+    if (!a->ids) return st_mod_fail(ST_INVALID, "cuda get_rows: NULL ids");
+    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda get_rows: %lld rows", (long long)n);
+    ST_TRY(st_cuda_use(s->dev));
+    const st_view out = st_view_of(a->out);
+    const int64_t nr = a->w.ne[1];
+#define ST_GR_CALL(T)                                                                                    \
+    (k_get_rows<T><<<(unsigned)n, 128, 0, s->s>>>((const uint8_t *)a->w.data, a->w.nb[1], nr, K, a->ids, out), \
+     st_cuda_launched(s, "get_rows"))
+    ST_WEIGHT_DISPATCH(a->w.type, ST_GR_CALL)
+#undef ST_GR_CALL
+    return st_mod_fail(ST_UNSUPPORTED, "cuda get_rows: weight type %s", st_cuda_type_name(a->w.type));
+}

@@ -1,0 +1,202 @@
+/* MOE_MATMUL through the device-side slot table, and MOE_COMBINE. Each block owns one expert
+ * slot and a range of output rows; it gathers the assignments routed to its slot on the
+ * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles of 64. */
+#include "cuda/cuda_mm.cuh"
+
+#define ST_MOE_THREADS 256
+#define ST_MOE_GEMV_ROWS 32 /* output rows per block in the GEMV variant (4 per warp) */
+
+struct st_moe_params {
+    const uint8_t *W;
+    int64_t w_nb1, w_nb2, M, K, n_x;
+    st_view x, out;
+    const int32_t *slot_table, *expert, *x_row;
+    const float *scale;
+    int32_t n_assign;
+};
+
+/* Append this chunk's assignments routed to `slot` to list (count in *cnt). */
+__device__ __forceinline__ void st_moe_gather(const st_moe_params &p, int slot, int base, int *list, int *cnt) {
+    const int a = base + (int)threadIdx.x;
+    if (a < p.n_assign) {
+        const int32_t e = p.expert[a];
+        const int32_t xr = p.x_row[a];
+        if (e >= 0 && xr >= 0 && xr < p.n_x && p.slot_table[e] == slot) list[atomicAdd(cnt, 1)] = a;
+    }
+}
+
+/* Drop the first `used` entries of list (all threads call). Returns the new count. */
+__device__ __forceinline__ int st_moe_shift(int *list, int *cnt, int c, int used) {
+    const int rem = c - used;
+    const int v = (int)threadIdx.x < rem ? list[used + threadIdx.x] : 0;
+    __syncthreads();
+    if ((int)threadIdx.x < rem) list[threadIdx.x] = v;
+    if (threadIdx.x == 0) *cnt = rem;
+    __syncthreads();
+    return rem;
+}
+
+template <int T>
+__global__ void __launch_bounds__(ST_MOE_THREADS) k_moe_gemv(st_moe_params p) {
+    __shared__ int list[ST_MOE_THREADS + ST_GEMV_COLS];
+    __shared__ int cnt;
+    const int slot = blockIdx.y, warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
+    const uint8_t *Ws = p.W + (int64_t)slot * p.w_nb2;
+    if (threadIdx.x == 0) cnt = 0;
+    __syncthreads();
+    for (int base = 0; base < p.n_assign; base += ST_MOE_THREADS) {
+        st_moe_gather(p, slot, base, list, &cnt);
+        __syncthreads();
+        int c = cnt;
+        const bool last = base + ST_MOE_THREADS >= p.n_assign;
+        while (c >= ST_GEMV_COLS || (last && c > 0)) {
+            const int nc = c < ST_GEMV_COLS ? c : ST_GEMV_COLS;
+            const char *xr[ST_GEMV_COLS];
+#pragma unroll
+            for (int i = 0; i < ST_GEMV_COLS; i++) xr[i] = i < nc ? st_row(p.x, p.x_row[list[i]]) : NULL;
+            for (int r = 0; r < ST_MOE_GEMV_ROWS / (ST_MOE_THREADS / ST_WARP); r++) {
+                const int64_t m = (int64_t)blockIdx.x * ST_MOE_GEMV_ROWS + warp * (ST_MOE_GEMV_ROWS * ST_WARP / ST_MOE_THREADS) + r;
+                if (m >= p.M) break;
+                float acc[ST_GEMV_COLS];
+#pragma unroll
+                for (int i = 0; i < ST_GEMV_COLS; i++) acc[i] = 0.0f;
+                st_gemv_row<T>(Ws + m * p.w_nb1, p.K, nc, xr, p.x.type, acc);
+#pragma unroll
+                for (int i = 0; i < ST_GEMV_COLS; i++) {
+                    if (i < nc) {
+                        const float v = st_warp_sum(acc[i]);
+                        if (lane == 0) {
+                            const int a = list[i];
+                            st_st(st_row(p.out, a), p.out.type, m, p.scale ? v * p.scale[a] : v);
+                        }
+                    }
+                }
+            }
+            __syncthreads();
+            c = st_moe_shift(list, &cnt, c, nc);
+        }
+    }
+}
+
+template <int T>
+__global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
+    __shared__ st_tile_smem sm;
+    __shared__ int list[ST_TILE_THREADS + ST_TILE_N];
+    __shared__ const char *xr[ST_TILE_N];
+    __shared__ int cnt;
+    const int slot = blockIdx.y;
+    const int64_t m0 = (int64_t)blockIdx.x * ST_TILE_M;
+    const uint8_t *Ws = p.W + (int64_t)slot * p.w_nb2;
+    if (threadIdx.x == 0) cnt = 0;
+    __syncthreads();
+    for (int base = 0; base < p.n_assign; base += ST_TILE_THREADS) {
+        st_moe_gather(p, slot, base, list, &cnt);
+        __syncthreads();
+        int c = cnt;
+        const bool last = base + ST_TILE_THREADS >= p.n_assign;
+        while (c >= ST_TILE_N || (last && c > 0)) {
+            const int nc = c < ST_TILE_N ? c : ST_TILE_N;
+            if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = (int)threadIdx.x < nc ? st_row(p.x, p.x_row[list[threadIdx.x]]) : NULL;
+            __syncthreads();
+            float acc[4][4];
+            st_gemm_tile<T>(Ws, p.w_nb1, p.M, p.K, m0, xr, p.x.type, sm, acc);
+            const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
+            for (int j = 0; j < 4; j++) {
+                if (tn + j >= nc) break;
+                const int a = list[tn + j];
+                const float sc = p.scale ? p.scale[a] : 1.0f;
+                char *orow = st_row(p.out, a);
+                for (int i = 0; i < 4; i++)
+                    if (m0 + tm + i < p.M) st_st(orow, p.out.type, m0 + tm + i, acc[i][j] * sc);
+            }
+            __syncthreads();
+            c = st_moe_shift(list, &cnt, c, nc);
+        }
+    }
+}
+
+struct st_moe_launch {
+    st_moe_params p;
+    cudaStream_t s;
+    int64_t n_slots;
+    bool tiles;
+    template <int T> void run() const {
+        if (tiles) {
+            dim3 grid(st_blocks(p.M, ST_TILE_M), (unsigned)n_slots);
+            k_moe_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(p);
+        } else {
+            dim3 grid(st_blocks(p.M, ST_MOE_GEMV_ROWS), (unsigned)n_slots);
+            k_moe_gemv<T><<<grid, ST_MOE_THREADS, 0, s>>>(p);
+        }
+    }
+};
+
+extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda moe_matmul: NULL argument");
+    const st_tensor &w = a->w;
+    const int qk = st_w_qk(w.type);
+    if (!w.data) return st_mod_fail(ST_INVALID, "cuda moe_matmul: weight has no data");
+    if (!qk) return st_mod_fail(ST_UNSUPPORTED, "cuda moe_matmul: weight type %s", st_cuda_type_name(w.type));
+    if (w.ne[0] % qk)
+        return st_mod_fail(ST_INVALID, "cuda moe_matmul: row of %lld not a multiple of %d", (long long)w.ne[0], qk);
+    ST_TRY(st_check_act(a->x, "moe_matmul", "x"));
+    ST_TRY(st_check_act(a->out, "moe_matmul", "out"));
+    const int64_t K = w.ne[0], M = w.ne[1], n_slots = w.ne[2];
+    if (a->x.ne[0] != K || a->out.ne[0] != M)
+        return st_mod_fail(ST_INVALID, "cuda moe_matmul: x row %lld / out row %lld vs weight [%lld][%lld]",
+                           (long long)a->x.ne[0], (long long)a->out.ne[0], (long long)M, (long long)K);
+    if (a->n_assign < 0 || st_nrows(a->out) < a->n_assign)
+        return st_mod_fail(ST_INVALID, "cuda moe_matmul: n_assign %d, out has %lld rows", a->n_assign,
+                           (long long)st_nrows(a->out));
+    if (a->n_assign == 0 || M == 0 || n_slots == 0) return ST_OK;
+    if (!a->slot_table || !a->expert || !a->x_row) return st_mod_fail(ST_INVALID, "cuda moe_matmul: NULL table");
+    if (n_slots > 65535) return st_mod_fail(ST_UNSUPPORTED, "cuda moe_matmul: %lld slots (max 65535)", (long long)n_slots);
+    ST_TRY(st_cuda_use(s->dev));
+    st_moe_launch L;
+    L.p = st_moe_params{(const uint8_t *)w.data, w.nb[1], w.nb[2], M, K, st_nrows(a->x),
+                        st_view_of(a->x), st_view_of(a->out), a->slot_table, a->expert, a->x_row, a->scale,
+                        a->n_assign};
+    L.s = s->s;
+    L.n_slots = n_slots;
+    /* Many assignments per slot on average: tiles; else GEMV passes of 8. */
+    L.tiles = a->n_assign > 32 * n_slots;
+#define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))
+    ST_WEIGHT_DISPATCH(w.type, ST_MOE_CALL)
+#undef ST_MOE_CALL
+    return st_mod_fail(ST_UNSUPPORTED, "cuda moe_matmul: weight type %s", st_cuda_type_name(w.type));
+}
+
+/* out[t][:] = (acc ? out[t][:] : 0) + sum_j weights[t][j] * rows[row_of[t][j]][:], j ascending. */
+__global__ void k_moe_combine(st_view rows, int64_t n_rows, st_view out, int64_t M, const int32_t *row_of,
+                              const float *weights, int k, int accumulate) {
+    const int64_t t = blockIdx.y;
+    const int64_t m = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (m >= M) return;
+    char *orow = st_row(out, t);
+    float sum = accumulate ? st_ld(orow, out.type, m) : 0.0f;
+    for (int j = 0; j < k; j++) {
+        const int32_t r = row_of[t * k + j];
+        if (r < 0 || r >= n_rows) continue;
+        sum += weights[t * k + j] * st_ld(st_row(rows, r), rows.type, m);
+    }
+    st_st(orow, out.type, m, sum);
+}
+
+extern "C" st_status st_cuda_moe_combine(st_stream *s, const st_moe_combine_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda moe_combine: NULL argument");
+    ST_TRY(st_check_act(a->rows, "moe_combine", "rows"));
+    ST_TRY(st_check_act(a->out, "moe_combine", "out"));
+    const int64_t M = a->out.ne[0], n = st_nrows(a->out);
+    if (a->rows.ne[0] != M)
+        return st_mod_fail(ST_INVALID, "cuda moe_combine: rows of %lld vs out rows of %lld",
+                           (long long)a->rows.ne[0], (long long)M);
+    if (a->k < 0) return st_mod_fail(ST_INVALID, "cuda moe_combine: k = %d", a->k);
+    if (!n || !M) return ST_OK;
+    if (a->k > 0 && (!a->row_of || !a->weights)) return st_mod_fail(ST_INVALID, "cuda moe_combine: NULL table");
+    if (n > 65535) return st_mod_fail(ST_UNSUPPORTED, "cuda moe_combine: %lld tokens (max 65535)", (long long)n);
+    ST_TRY(st_cuda_use(s->dev));
+    dim3 grid(st_blocks(M, 256), (unsigned)n);
+    k_moe_combine<<<grid, 256, 0, s->s>>>(st_view_of(a->rows), st_nrows(a->rows), st_view_of(a->out), M, a->row_of,
+                                          a->weights, a->k, a->accumulate);
+    return st_cuda_launched(s, "moe_combine");
+}

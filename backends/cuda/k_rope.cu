@@ -1,0 +1,168 @@
+/* ROPE (normal/NeoX, YaRN) and KV_WRITE into the paged F32/F16/Q8_0 cache. */
+#include "cuda/cuda_common.cuh"
+
+struct st_rope_params {
+    st_view x, out;      /* rows are (token, head) pairs: ne1 = n_head, ne2 = n */
+    const int32_t *pos;
+    int64_t n_head, hd, n;
+    int n_rot, neox;
+    float freq_base, freq_scale, ext_factor, attn_factor, corr_lo, corr_hi;
+};
+
+/* One thread per (token, head, pair); pairs past n_rot/2 copy the unrotated dims. */
+__global__ void k_rope(st_rope_params p) {
+    const int64_t half = (p.hd + 1) / 2;
+    const int64_t total = p.n * p.n_head * half;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t i = idx % half, row = idx / half; /* row = t * n_head + h */
+        const int64_t t = row / p.n_head;
+        const char *xr = st_row(p.x, row);
+        char *orow = st_row(p.out, row);
+        if (i < p.n_rot / 2) {
+            const int64_t i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + p.n_rot / 2 : 2 * i + 1;
+            const float x0 = st_ld(xr, p.x.type, i0), x1 = st_ld(xr, p.x.type, i1);
+            const float theta_extrap = (float)p.pos[t] * powf(p.freq_base, -2.0f * (float)i / (float)p.n_rot);
+            const float theta_interp = p.freq_scale * theta_extrap;
+            float theta = theta_interp, mscale = p.attn_factor;
+            if (p.ext_factor != 0.0f) {
+                const float y = ((float)i - p.corr_lo) / fmaxf(0.001f, p.corr_hi - p.corr_lo);
+                const float ramp = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * p.ext_factor;
+                theta = theta_interp * (1.0f - ramp) + theta_extrap * ramp;
+                mscale *= 1.0f + 0.1f * logf(1.0f / p.freq_scale);
+            }
+            const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
+            st_st(orow, p.out.type, i0, x0 * c - x1 * s);
+            st_st(orow, p.out.type, i1, x0 * s + x1 * c);
+        } else {
+            /* unrotated dims n_rot .. hd-1, two per thread */
+            const int64_t d0 = p.n_rot + 2 * (i - p.n_rot / 2);
+            for (int64_t d = d0; d < d0 + 2 && d < p.hd; d++) st_st(orow, p.out.type, d, st_ld(xr, p.x.type, d));
+        }
+    }
+}
+
+/* YaRN correction dims: the rotary pair where `n_rot_b` full rotations fit in n_ctx_orig. */
+static float corr_dim(int n_dims, int n_ctx_orig, float n_rot_b, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot_b * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
+}
+
+extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda rope: NULL argument");
+    ST_TRY(st_check_act(a->x, "rope", "x"));
+    ST_TRY(st_check_act(a->out, "rope", "out"));
+    if (!st_same_shape(a->x, a->out)) return st_mod_fail(ST_INVALID, "cuda rope: x and out shapes differ");
+    if (a->mode != ST_ROPE_NORMAL && a->mode != ST_ROPE_NEOX)
+        return st_mod_fail(ST_INVALID, "cuda rope: mode %u", a->mode);
+    const int64_t hd = a->x.ne[0], nh = a->x.ne[1], n = a->x.ne[2] * a->x.ne[3];
+    if (a->n_rot < 0 || a->n_rot > hd || (a->n_rot & 1))
+        return st_mod_fail(ST_INVALID, "cuda rope: n_rot %d with head_dim %lld", a->n_rot, (long long)hd);
+    if (!hd || !nh || !n) return ST_OK;
+    if (!a->pos) return st_mod_fail(ST_INVALID, "cuda rope: NULL positions");
+    st_rope_params p;
+    p.x = st_view_of(a->x);
+    p.out = st_view_of(a->out);
+    p.pos = a->pos;
+    p.n_head = nh;
+    p.hd = hd;
+    p.n = n;
+    p.n_rot = a->n_rot;
+    p.neox = a->mode == ST_ROPE_NEOX;
+    p.freq_base = a->freq_base;
+    p.freq_scale = a->freq_scale;
+    p.ext_factor = a->ext_factor;
+    p.attn_factor = a->attn_factor;
+    p.corr_lo = 0.0f;
+    p.corr_hi = 0.0f;
+    if (a->n_rot > 0) {
+        const float lo = floorf(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_fast, a->freq_base));
+        const float hi = ceilf(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_slow, a->freq_base));
+        p.corr_lo = fmaxf(0.0f, lo);
+        p.corr_hi = fminf((float)(a->n_rot - 1), hi);
+    }
+    ST_TRY(st_cuda_use(s->dev));
+    const int64_t total = n * nh * ((hd + 1) / 2);
+    int64_t blocks = (total + 255) / 256;
+    if (blocks > 65535 * 16) blocks = 65535 * 16;
+    k_rope<<<(unsigned)blocks, 256, 0, s->s>>>(p);
+    return st_cuda_launched(s, "rope");
+}
+
+/* ---- KV write ---------------------------------------------------------------------------- */
+/* Plain caches: one thread per element of (token, head, dim). */
+__global__ void k_kv_write_plain(st_view src, char *cache, int ctype, int64_t c_nb1, int64_t c_nb2,
+                                 const int32_t *cells, int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
+    const int64_t total = n * n_kv * hd;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t d = idx % hd, row = idx / hd, h = row % n_kv, t = row / n_kv;
+        const int32_t c = cells[t];
+        if (c < 0 || c >= n_cells) continue;
+        st_st(cache + c * c_nb2 + h * c_nb1, ctype, d, st_ld(st_row(src, row), src.type, d));
+    }
+}
+
+/* Q8_0 cache: one warp per 32-element block; d = max|x| / 127, q = round(x / d). */
+__global__ void k_kv_write_q8(st_view src, char *cache, int64_t c_nb1, int64_t c_nb2, const int32_t *cells,
+                              int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
+    const int64_t nblk = hd / 32, total = n * n_kv * nblk;
+    const int lane = threadIdx.x % ST_WARP;
+    for (int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / ST_WARP; w < total;
+         w += (int64_t)gridDim.x * blockDim.x / ST_WARP) {
+        const int64_t b = w % nblk, row = w / nblk, h = row % n_kv, t = row / n_kv;
+        const int32_t c = cells[t];
+        if (c < 0 || c >= n_cells) continue;
+        const float x = st_ld(st_row(src, row), src.type, b * 32 + lane);
+        const float amax = st_warp_max(fabsf(x));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint8_t *blk = (uint8_t *)(cache + c * c_nb2 + h * c_nb1) + b * 34;
+        blk[2 + lane] = (uint8_t)(int8_t)roundf(x * id);
+        if (lane == 0) {
+            const uint16_t dh = __half_as_ushort(__float2half_rn(d));
+            blk[0] = (uint8_t)(dh & 0xFF);
+            blk[1] = (uint8_t)(dh >> 8);
+        }
+    }
+}
+
+static st_status kv_one(st_stream *s, const st_tensor &src, const st_tensor &cache, const int32_t *cells,
+                        const char *name) {
+    ST_TRY(st_check_act(src, "kv_write", name));
+    const int64_t hd = src.ne[0], nkv = src.ne[1], n = src.ne[2] * src.ne[3];
+    if (!cache.data) return st_mod_fail(ST_INVALID, "cuda kv_write: %s cache has no data", name);
+    if (cache.ne[0] != hd || cache.ne[1] != nkv)
+        return st_mod_fail(ST_INVALID, "cuda kv_write: %s is [%lld][%lld], cache rows are [%lld][%lld]", name,
+                           (long long)nkv, (long long)hd, (long long)cache.ne[1], (long long)cache.ne[0]);
+    if (!hd || !nkv || !n) return ST_OK;
+    const int64_t n_cells = cache.ne[2];
+    int64_t blocks;
+    if (cache.type == ST_TYPE_Q8_0) {
+        if (hd % 32) return st_mod_fail(ST_INVALID, "cuda kv_write: Q8_0 cache needs head_dim %% 32 == 0 (%lld)", (long long)hd);
+        blocks = (n * nkv * (hd / 32) * 32 + 255) / 256;
+        if (blocks > 65535 * 16) blocks = 65535 * 16;
+        k_kv_write_q8<<<(unsigned)blocks, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, cache.nb[1],
+                                                          cache.nb[2], cells, n_cells, nkv, hd, n);
+    } else if (cache.type == ST_TYPE_F32 || cache.type == ST_TYPE_F16 || cache.type == ST_TYPE_BF16) {
+        if (cache.nb[0] != st_act_size(cache.type))
+            return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache not contiguous in dim 0");
+        blocks = (n * nkv * hd + 255) / 256;
+        if (blocks > 65535 * 16) blocks = 65535 * 16;
+        k_kv_write_plain<<<(unsigned)blocks, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, (int)cache.type,
+                                                             cache.nb[1], cache.nb[2], cells, n_cells, nkv, hd, n);
+    } else {
+        return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache type %s (F32/F16/BF16/Q8_0)",
+                           st_cuda_type_name(cache.type));
+    }
+    return st_cuda_launched(s, "kv_write");
+}
+
+extern "C" st_status st_cuda_kv_write(st_stream *s, const st_kv_write_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda kv_write: NULL argument");
+    if (!a->cells) return st_mod_fail(ST_INVALID, "cuda kv_write: NULL cells");
+    if (a->k.ne[2] * a->k.ne[3] != a->v.ne[2] * a->v.ne[3])
+        return st_mod_fail(ST_INVALID, "cuda kv_write: k and v token counts differ");
+    ST_TRY(st_cuda_use(s->dev));
+    ST_TRY(kv_one(s, a->k, a->k_cache, a->cells, "k"));
+    return kv_one(s, a->v, a->v_cache, a->cells, "v");
+}

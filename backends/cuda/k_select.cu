@@ -1,0 +1,190 @@
+/* Selection ops on the device: ROUTER (softmax/sigmoid gating, optional selection bias,
+ * top-k, renormalize, scale), ARGMAX and TOPK. Order: larger value first, equal values by
+ * lower index; NaN counts as -inf. One block per row. */
+#include "cuda/cuda_common.cuh"
+
+#define ST_SEL_THREADS 256
+
+/* (v, i) comes before (w, j) in the selection order. */
+__device__ __forceinline__ bool st_before(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
+__device__ __forceinline__ float st_key(float v) { return v != v ? -INFINITY : v; }
+
+/* Block-wide best (v, i) over the threads' candidates; result in every thread. */
+__device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *si) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float w = __shfl_xor_sync(0xffffffffu, v, o);
+        const int j = __shfl_xor_sync(0xffffffffu, i, o);
+        if (st_before(w, j, v, i)) {
+            v = w;
+            i = j;
+        }
+    }
+    const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP, nw = blockDim.x / ST_WARP;
+    __syncthreads();
+    if (lane == 0) {
+        sv[warp] = v;
+        si[warp] = i;
+    }
+    __syncthreads();
+    v = lane < nw ? sv[lane] : -INFINITY;
+    i = lane < nw ? si[lane] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float w = __shfl_xor_sync(0xffffffffu, v, o);
+        const int j = __shfl_xor_sync(0xffffffffu, i, o);
+        if (st_before(w, j, v, i)) {
+            v = w;
+            i = j;
+        }
+    }
+}
+
+/* ---- TOPK / ARGMAX ------------------------------------------------------------------------ */
+/* k passes; pass j picks the best element strictly after pick j-1 in the order. */
+__global__ void k_topk(st_view x, int64_t V, int k, int32_t *ids, float *values) {
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const char *row = st_row(x, blockIdx.x);
+    float pv = INFINITY;
+    int pi = -1;
+    for (int j = 0; j < k; j++) {
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+        for (int64_t e = threadIdx.x; e < V; e += blockDim.x) {
+            const float v = st_key(((const float *)row)[e]);
+            if (st_before(pv, pi, v, (int)e) && st_before(v, (int)e, bv, bi)) {
+                bv = v;
+                bi = (int)e;
+            }
+        }
+        st_block_best(bv, bi, sv, si);
+        if (threadIdx.x == 0) {
+            ids[(int64_t)blockIdx.x * k + j] = bi;
+            if (values) values[(int64_t)blockIdx.x * k + j] = ((const float *)row)[bi];
+        }
+        pv = bv;
+        pi = bi;
+    }
+}
+
+static st_status topk_launch(st_stream *s, const st_topk_args *a, int k, const char *op) {
+    if (!a->x.data || a->x.type != ST_TYPE_F32 || a->x.nb[0] != 4)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: x must be contiguous F32", op);
+    const int64_t V = a->x.ne[0], n = st_nrows(a->x);
+    if (k < 1 || k > V) return st_mod_fail(ST_INVALID, "cuda %s: k = %d with %lld values per row", op, k, (long long)V);
+    if (V > 0x7ffffffe) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: row of %lld", op, (long long)V);
+    if (!a->ids) return st_mod_fail(ST_INVALID, "cuda %s: NULL ids", op);
+    if (!n) return ST_OK;
+    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %lld rows", op, (long long)n);
+    ST_TRY(st_cuda_use(s->dev));
+    const int threads = V >= 16384 ? 1024 : ST_SEL_THREADS;
+    k_topk<<<(unsigned)n, threads, 0, s->s>>>(st_view_of(a->x), V, k, a->ids, a->values);
+    return st_cuda_launched(s, op);
+}
+
+extern "C" st_status st_cuda_argmax(st_stream *s, const st_topk_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda argmax: NULL argument");
+    return topk_launch(s, a, 1, "argmax");
+}
+
+extern "C" st_status st_cuda_topk(st_stream *s, const st_topk_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda topk: NULL argument");
+    return topk_launch(s, a, a->k, "topk");
+}
+
+/* ---- ROUTER ------------------------------------------------------------------------------- */
+/* Dynamic shared memory: prob[E], score[E]. */
+__global__ void k_router(st_view logits, int E, int gating, const float *bias, int k, int normalize, float wscale,
+                         int32_t *ids, float *weights) {
+    extern __shared__ float sh[];
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    __shared__ float red[32];
+    float *prob = sh, *score = sh + E;
+    const int64_t t = blockIdx.x;
+    const float *lr = (const float *)st_row(logits, t);
+    if (gating == ST_ROUTER_SOFTMAX) {
+        float mx = -INFINITY;
+        int ii = 0;
+        for (int e = threadIdx.x; e < E; e += blockDim.x) mx = fmaxf(mx, st_key(lr[e]));
+        st_block_best(mx, ii, sv, si);
+        float sum = 0.0f;
+        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+            const float p = expf(lr[e] - mx);
+            prob[e] = p;
+            sum += p;
+        }
+        sum = st_block_sum(sum, red);
+        for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] /= sum;
+    } else {
+        for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = 1.0f / (1.0f + expf(-lr[e]));
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x) score[e] = st_key(bias ? prob[e] + bias[e] : prob[e]);
+    __syncthreads();
+    float pv = INFINITY;
+    int pi = -1;
+    for (int j = 0; j < k; j++) {
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+        for (int e = threadIdx.x; e < E; e += blockDim.x) {
+            const float v = score[e];
+            if (st_before(pv, pi, v, e) && st_before(v, e, bv, bi)) {
+                bv = v;
+                bi = e;
+            }
+        }
+        st_block_best(bv, bi, sv, si);
+        if (threadIdx.x == 0) ids[t * k + j] = bi;
+        pv = bv;
+        pi = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t *id = ids + t * k;
+        float *w = weights + t * k;
+        float sum = 0.0f;
+        for (int j = 0; j < k; j++) {
+            w[j] = prob[id[j]];
+            sum += w[j];
+        }
+        /* order by weight descending (stable: selection order breaks ties) */
+        for (int j = 1; j < k; j++) {
+            const float wv = w[j];
+            const int32_t iv = id[j];
+            int q = j - 1;
+            while (q >= 0 && w[q] < wv) {
+                w[q + 1] = w[q];
+                id[q + 1] = id[q];
+                q--;
+            }
+            w[q + 1] = wv;
+            id[q + 1] = iv;
+        }
+        const float f = (normalize && sum > 0.0f ? 1.0f / sum : 1.0f) * wscale;
+        for (int j = 0; j < k; j++) w[j] *= f;
+    }
+}
+
+extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda router: NULL argument");
+    if (!a->logits.data || a->logits.type != ST_TYPE_F32 || a->logits.nb[0] != 4)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda router: logits must be contiguous F32");
+    if (a->gating != ST_ROUTER_SOFTMAX && a->gating != ST_ROUTER_SIGMOID)
+        return st_mod_fail(ST_INVALID, "cuda router: gating %u", a->gating);
+    const int64_t E = a->logits.ne[0], n = st_nrows(a->logits);
+    if (a->k < 1 || a->k > E) return st_mod_fail(ST_INVALID, "cuda router: k = %d of %lld experts", a->k, (long long)E);
+    if (E > 8192) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld experts (max 8192)", (long long)E);
+    if (!a->ids || !a->weights) return st_mod_fail(ST_INVALID, "cuda router: NULL outputs");
+    if (!n) return ST_OK;
+    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld rows", (long long)n);
+    ST_TRY(st_cuda_use(s->dev));
+    const size_t smem = (size_t)E * 2 * sizeof(float);
+    if (smem > 48 * 1024)
+        ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_router, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                              "router: cudaFuncSetAttribute", s->dev));
+    k_router<<<(unsigned)n, ST_SEL_THREADS, smem, s->s>>>(st_view_of(a->logits), (int)E, (int)a->gating, a->bias, a->k,
+                                                          a->normalize, a->weight_scale, a->ids, a->weights);
+    return st_cuda_launched(s, "router");
+}
