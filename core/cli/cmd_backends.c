@@ -53,7 +53,7 @@ static void print_table(const st_backend_registry *reg) {
     print_cpu(stdout, st_backend_registry_cpu(reg));
     uint32_t nm = st_backend_registry_n_modules(reg);
     printf("\nModules (%u candidate file%s):\n", nm, nm == 1 ? "" : "s");
-    printf("  %-44s %-8s %-8s %s\n", "PATH", "VARIANT", "STAGE", "REASON");
+    printf("  %-8s %-8s %s\n      %s\n", "STAGE", "VARIANT", "PATH", "REASON / DEVICES");
     for (uint32_t i = 0; i < nm; i++) {
         const st_backend_module *m = st_backend_registry_module(reg, i);
         char reason[ST_BACKEND_TEXT_MAX + 128];
@@ -62,8 +62,8 @@ static void print_table(const st_backend_registry *reg) {
                      m->abi_minor, m->load_ms);
         else
             snprintf(reason, sizeof reason, "%s", m->reason);
-        printf("  %-44s %-8s %-8s %s\n", m->path, m->variant[0] ? m->variant : "-", st_backend_stage_name(m->stage),
-               reason);
+        printf("  %-8s %-8s %s\n      %s\n", st_backend_stage_name(m->stage), m->variant[0] ? m->variant : "-",
+               m->path, reason);
         if (m->stage >= ST_STAGE_PROBE && m->probe.build_archs[0])
             printf("      built for: %s\n", m->probe.build_archs);
         for (uint32_t d = 0; d < m->n_devices; d++) {
