@@ -31,10 +31,17 @@ if(TARGET strata AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gguf/gguf_write_sample.c
   add_test(NAME gguf.cli_sample COMMAND strata gguf ${ST_GGUF_TEST_DIR}/sample_moe.gguf)
   set_tests_properties(gguf.cli_sample PROPERTIES FIXTURES_REQUIRED gguf_sample
     PASS_REGULAR_EXPRESSION
-    "blk\\.\\[0-39\\]\\.ffn_up_exps\\.weight +8 x \\[64, 32\\] +Q8_0 +696320.*total: 164 tensors")
+    "blk\\.\\[0-39\\]\\.ffn_up_exps\\.weight +8 x \\[64, 32\\] +Q8_0 +696320.*total: 163 tensors")
   add_test(NAME gguf.cli_sample_all COMMAND strata gguf --all ${ST_GGUF_TEST_DIR}/sample_moe.gguf)
   set_tests_properties(gguf.cli_sample_all PROPERTIES FIXTURES_REQUIRED gguf_sample
     PASS_REGULAR_EXPRESSION "blk\\.39\\.ffn_up_exps\\.weight +\\[64, 32, 8\\] +Q8_0 +17408")
+  if(EXISTS ${STRATA_TEST_MODEL_DIR}/stories260K.gguf)
+    add_test(NAME gguf.cli_real COMMAND strata gguf ${STRATA_TEST_MODEL_DIR}/stories260K.gguf)
+    set_tests_properties(gguf.cli_real PROPERTIES PASS_REGULAR_EXPRESSION
+      "general\\.architecture +string +\"llama\".*blk\\.\\[0-4\\]\\.attn_q\\.weight +\\[64, 64\\] +F32")
+  else()
+    message(STATUS "stories260K.gguf not in ${STRATA_TEST_MODEL_DIR}: gguf.cli_real not registered")
+  endif()
   add_test(NAME gguf.cli_corrupt COMMAND strata gguf ${CMAKE_CURRENT_SOURCE_DIR}/gguf.cmake)
   set_tests_properties(gguf.cli_corrupt PROPERTIES WILL_FAIL ON)
 endif()

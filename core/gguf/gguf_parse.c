@@ -450,7 +450,10 @@ static int read_tensor_infos(cursor *c, st_gguf_file *f, st_gguf_arena *arena,
         if ((uint64_t)t->ne[0] % block != 0)
             return fail(c, "row length ne[0] = %" PRId64 " is not a multiple of %s's block "
                            "size %u", t->ne[0], st_gguf_tensor_type_name(t->type), block);
-        uint64_t nel = 1, nb = (uint64_t)t->ne[0] / block * bsize;
+        uint64_t nel = 1, nb;
+        if (__builtin_mul_overflow((uint64_t)t->ne[0] / block, (uint64_t)bsize, &nb))
+            return fail(c, "row of %" PRId64 " elements of type %s overflows 64 bits", t->ne[0],
+                        st_gguf_tensor_type_name(t->type));
         for (int d = 0; d < ST_GGUF_MAX_DIMS; d++)
             if (__builtin_mul_overflow(nel, (uint64_t)t->ne[d], &nel) || nel > (uint64_t)INT64_MAX)
                 return fail(c, "element count of shape [%" PRId64 ", %" PRId64 ", %" PRId64

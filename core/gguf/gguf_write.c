@@ -418,8 +418,8 @@ int st_gguf_writer_add_tensor(st_gguf_writer *w, const char *name, uint32_t type
     if ((uint64_t)t.ne[0] % block)
         return werr(w, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of %s's block size %u",
                     name, t.ne[0], st_gguf_tensor_type_name(type), block);
-    uint64_t nb = (uint64_t)t.ne[0] / block * bsize, nel = 1;
-    int ovf = 0;
+    uint64_t nb, nel = 1;
+    int ovf = __builtin_mul_overflow((uint64_t)t.ne[0] / block, (uint64_t)bsize, &nb);
     for (int d = 0; d < ST_GGUF_MAX_DIMS; d++) {
         ovf |= __builtin_mul_overflow(nel, (uint64_t)t.ne[d], &nel) || nel > (uint64_t)INT64_MAX;
         if (d)
