@@ -17,7 +17,7 @@ struct st_att_params {
     int64_t k_nb1, k_nb2, v_nb1, v_nb2, n_cells;
     const int32_t *seq, *kv_len, *cell_table;
     const float *mask;
-    int64_t n, n_head, n_kv, hd;
+    int64_t n, n_head, n_kv, hd, dv; /* hd: K/Q head dim; dv: V/out head dim */
     int max_pos, n_split, chunk;
     float scale;
     float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
         qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
         acc[j] = 0.0f;
     }
+    const int64_t dv = p.dv;
     float m = -INFINITY, l = 0.0f;
     for (int pos = p0 + warp; pos < p1; pos += ST_ATT_WARPS) {
         const int64_t c = cells[pos];
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
 #pragma unroll
         for (int j = 0; j < ST_ATT_PER_LANE; j++) {
             const int64_t d = lane + j * ST_WARP;
-            if (d < p.hd) acc[j] = acc[j] * corr + e * st_cache_ld(vr, p.vt, d);
+            if (d < dv) acc[j] = acc[j] * corr + e * st_cache_ld(vr, p.vt, d);
         }
     }
     if (lane == 0) {
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
 #pragma unroll
     for (int j = 0; j < ST_ATT_PER_LANE; j++) {
         const int64_t d = lane + j * ST_WARP;
-        if (d < p.hd) sm_acc[warp][d] = acc[j];
+        if (d < dv) sm_acc[warp][d] = acc[j];
     }
     __syncthreads();
     float M = -INFINITY;
@@ -96,12 +97,12 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
         Ls += sm_l[w] * f[w];
     }
     if (p.n_split > 1) {
-        float *part = p.part + ((i * p.n_head + h) * p.n_split + split) * (p.hd + 2);
+        float *part = p.part + ((i * p.n_head + h) * p.n_split + split) * (dv + 2);
         if (threadIdx.x == 0) {
             part[0] = M;
             part[1] = Ls;
         }
-        for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+        for (int64_t d = threadIdx.x; d < dv; d += blockDim.x) {
             float a = 0.0f;
             for (int w = 0; w < ST_ATT_WARPS; w++) a += sm_acc[w][d] * f[w];
             part[2 + d] = a;
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
     }
     char *orow = st_row(p.out, i * p.n_head + h);
     const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
-    for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+    for (int64_t d = threadIdx.x; d < dv; d += blockDim.x) {
         float a = 0.0f;
         for (int w = 0; w < ST_ATT_WARPS; w++) a += sm_acc[w][d] * f[w];
         st_st(orow, p.out.type, d, a * inv);
@@ -120,34 +121,37 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
 /* Merge the splits of one (token, head). */
 __global__ void k_attention_merge(st_att_params p) {
     const int64_t h = blockIdx.x % p.n_head, i = blockIdx.x / p.n_head;
-    const float *part = p.part + (i * p.n_head + h) * p.n_split * (p.hd + 2);
+    const float *part = p.part + (i * p.n_head + h) * p.n_split * (p.dv + 2);
     float M = -INFINITY, Ls = 0.0f;
-    for (int s = 0; s < p.n_split; s++) M = fmaxf(M, part[s * (p.hd + 2)]);
+    for (int s = 0; s < p.n_split; s++) M = fmaxf(M, part[s * (p.dv + 2)]);
     for (int s = 0; s < p.n_split; s++) {
-        const float l = part[s * (p.hd + 2) + 1];
-        if (l > 0.0f) Ls += l * expf(part[s * (p.hd + 2)] - M);
+        const float l = part[s * (p.dv + 2) + 1];
+        if (l > 0.0f) Ls += l * expf(part[s * (p.dv + 2)] - M);
     }
     const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
     char *orow = st_row(p.out, i * p.n_head + h);
-    for (int64_t d = threadIdx.x; d < p.hd; d += blockDim.x) {
+    for (int64_t d = threadIdx.x; d < p.dv; d += blockDim.x) {
         float a = 0.0f;
         for (int s = 0; s < p.n_split; s++) {
-            const float l = part[s * (p.hd + 2) + 1];
-            if (l > 0.0f) a += part[s * (p.hd + 2) + 2 + d] * expf(part[s * (p.hd + 2)] - M);
+            const float l = part[s * (p.dv + 2) + 1];
+            if (l > 0.0f) a += part[s * (p.dv + 2) + 2 + d] * expf(part[s * (p.dv + 2)] - M);
         }
         st_st(orow, p.out.type, d, a * inv);
     }
 }
 
-static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, int64_t nkv) {
+static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, int64_t nkv, int64_t n_cells) {
     if (!c.data) return st_mod_fail(ST_INVALID, "cuda attention: %s cache has no data", name);
     if (c.type != ST_TYPE_F32 && c.type != ST_TYPE_F16 && c.type != ST_TYPE_BF16 && c.type != ST_TYPE_Q8_0)
         return st_mod_fail(ST_UNSUPPORTED, "cuda attention: %s cache type %s", name, st_cuda_type_name(c.type));
     if (c.type == ST_TYPE_Q8_0 && hd % 32)
         return st_mod_fail(ST_INVALID, "cuda attention: Q8_0 cache needs head_dim %% 32 == 0");
-    if (c.ne[0] != hd || c.ne[1] != nkv)
-        return st_mod_fail(ST_INVALID, "cuda attention: %s cache rows [%lld][%lld], expected [%lld][%lld]", name,
-                           (long long)c.ne[1], (long long)c.ne[0], (long long)nkv, (long long)hd);
+    if (c.ne[0] != hd || c.ne[1] != nkv || c.ne[2] != n_cells)
+        return st_mod_fail(ST_INVALID, "cuda attention: %s cache is [%lld][%lld][%lld], expected [%lld][%lld][%lld]",
+                           name, (long long)c.ne[2], (long long)c.ne[1], (long long)c.ne[0], (long long)n_cells,
+                           (long long)nkv, (long long)hd);
+    if (c.type != ST_TYPE_Q8_0 && c.nb[0] != st_act_size(c.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda attention: %s cache not contiguous in dim 0", name);
     return ST_OK;
 }
 
@@ -155,14 +159,18 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda attention: NULL argument");
     ST_TRY(st_check_act(a->q, "attention", "q"));
     ST_TRY(st_check_act(a->out, "attention", "out"));
-    if (!st_same_shape(a->q, a->out)) return st_mod_fail(ST_INVALID, "cuda attention: q and out shapes differ");
     const int64_t hd = a->q.ne[0], nh = a->q.ne[1], n = a->q.ne[2] * a->q.ne[3], nkv = a->k_cache.ne[1];
-    if (hd > ST_ATT_MAX_HD)
-        return st_mod_fail(ST_UNSUPPORTED, "cuda attention: head_dim %lld > %d", (long long)hd, ST_ATT_MAX_HD);
+    const int64_t dv = a->v_cache.ne[0];
+    if (a->out.ne[0] != dv || a->out.ne[1] != nh || a->out.ne[2] * a->out.ne[3] != n)
+        return st_mod_fail(ST_INVALID, "cuda attention: out must be [%lld][%lld][%lld]", (long long)n, (long long)nh,
+                           (long long)dv);
+    if (hd > ST_ATT_MAX_HD || dv > ST_ATT_MAX_HD)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda attention: head dims %lld/%lld > %d", (long long)hd, (long long)dv,
+                           ST_ATT_MAX_HD);
     if (nkv <= 0 || nh % nkv)
         return st_mod_fail(ST_INVALID, "cuda attention: %lld heads over %lld kv heads", (long long)nh, (long long)nkv);
-    ST_TRY(check_cache(a->k_cache, "k", hd, nkv));
-    ST_TRY(check_cache(a->v_cache, "v", hd, nkv));
+    ST_TRY(check_cache(a->k_cache, "k", hd, nkv, a->k_cache.ne[2]));
+    ST_TRY(check_cache(a->v_cache, "v", dv, nkv, a->k_cache.ne[2]));
     if (!hd || !nh || !n) return ST_OK;
     if (a->max_pos <= 0) return st_mod_fail(ST_INVALID, "cuda attention: max_pos %d", a->max_pos);
     if (!a->seq || !a->kv_len || !a->cell_table) return st_mod_fail(ST_INVALID, "cuda attention: NULL table");
@@ -187,6 +195,7 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.n_head = nh;
     p.n_kv = nkv;
     p.hd = hd;
+    p.dv = dv;
     p.max_pos = a->max_pos;
     p.scale = a->scale;
     p.part = (float *)s->ws;
@@ -196,7 +205,7 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     if (rows < target && a->max_pos >= 512) {
         int64_t want = (target + rows - 1) / rows;
         const int64_t by_len = (a->max_pos + 255) / 256;
-        const int64_t by_ws = (int64_t)(s->ws_bytes / sizeof(float)) / (rows * (hd + 2));
+        const int64_t by_ws = (int64_t)(s->ws_bytes / sizeof(float)) / (rows * (dv + 2));
         if (want > by_len) want = by_len;
         if (want > by_ws) want = by_ws;
         if (want > 1) n_split = (int)want;

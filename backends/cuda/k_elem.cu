@@ -15,7 +15,7 @@ enum { ST_EW_ADD = 0, ST_EW_SCALE = 1, ST_EW_CONVERT = 2, ST_EW_MUL_ROWS = 3, ST
 
 /* One generic element-wise kernel: out[r][e] = f(a[r][e], b ...). */
 __global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64_t rows, int64_t K, float s,
-                              int b_bcast, const float *rowv, int64_t rowv_stride, int sigm) {
+                              int b_bcast, int sigm) {
     const int64_t total = rows * K;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
@@ -26,7 +26,8 @@ __global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64
         case ST_EW_ADD: y = x + st_ld(st_row(b, b_bcast ? 0 : r), b.type, e); break;
         case ST_EW_SCALE: y = x * s; break;
         case ST_EW_MUL_ROWS: {
-            float f = rowv[r * rowv_stride];
+            /* b holds one F32 per row of a, read in flattened order */
+            float f = ((const float *)(st_row(b, r / b.ne0)))[r % b.ne0];
             if (sigm) f = 1.0f / (1.0f + expf(-f));
             y = x * f;
             break;
@@ -43,14 +44,13 @@ __global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64
 }
 
 static st_status ew_launch(st_stream *s, const char *op, int kind, const st_tensor &a, const st_tensor *b,
-                           const st_tensor &out, float sc, int b_bcast, const float *rowv, int64_t rowv_stride,
-                           int sigm) {
+                           const st_tensor &out, float sc, int b_bcast, int sigm) {
     const int64_t K = a.ne[0], rows = st_nrows(a);
     if (!K || !rows) return ST_OK;
     ST_TRY(st_cuda_use(s->dev));
     const st_view bv = b ? st_view_of(*b) : st_view_of(a);
     k_elementwise<<<ew_grid(K * rows), ST_EW_THREADS, 0, s->s>>>(kind, st_view_of(a), bv, st_view_of(out), rows, K,
-                                                                  sc, b_bcast, rowv, rowv_stride, sigm);
+                                                                  sc, b_bcast, sigm);
     return st_cuda_launched(s, op);
 }
 
@@ -69,19 +69,19 @@ extern "C" st_status st_cuda_add(st_stream *s, const st_binary_args *a) {
     if (a->b.ne[0] != a->a.ne[0] || (!bcast && st_nrows(a->b) != st_nrows(a->a)))
         return st_mod_fail(ST_INVALID, "cuda add: b is [%lld][%lld], a is [%lld][%lld]", (long long)st_nrows(a->b),
                            (long long)a->b.ne[0], (long long)st_nrows(a->a), (long long)a->a.ne[0]);
-    return ew_launch(s, "add", ST_EW_ADD, a->a, &a->b, a->out, 0.0f, bcast, NULL, 0, 0);
+    return ew_launch(s, "add", ST_EW_ADD, a->a, &a->b, a->out, 0.0f, bcast, 0);
 }
 
 extern "C" st_status st_cuda_scale(st_stream *s, const st_binary_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda scale: NULL argument");
     ST_TRY(check_ao(a, "scale"));
-    return ew_launch(s, "scale", ST_EW_SCALE, a->a, NULL, a->out, a->s, 0, NULL, 0, 0);
+    return ew_launch(s, "scale", ST_EW_SCALE, a->a, NULL, a->out, a->s, 0, 0);
 }
 
 extern "C" st_status st_cuda_convert(st_stream *s, const st_binary_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda convert: NULL argument");
     ST_TRY(check_ao(a, "convert"));
-    return ew_launch(s, "convert", ST_EW_CONVERT, a->a, NULL, a->out, 0.0f, 0, NULL, 0, 0);
+    return ew_launch(s, "convert", ST_EW_CONVERT, a->a, NULL, a->out, 0.0f, 0, 0);
 }
 
 extern "C" st_status st_cuda_mul_rows(st_stream *s, const st_binary_args *a) {
@@ -90,16 +90,10 @@ extern "C" st_status st_cuda_mul_rows(st_stream *s, const st_binary_args *a) {
     const int64_t n = st_nrows(a->a);
     if (!a->b.data || a->b.type != ST_TYPE_F32)
         return st_mod_fail(ST_INVALID, "cuda mul_rows: b must be an F32 vector of %lld", (long long)n);
-    int64_t stride;
-    if (a->b.ne[0] == n && st_nrows(a->b) == 1) stride = a->b.nb[0] / 4;
-    else if (a->b.ne[0] == 1 && st_nrows(a->b) == n && a->b.ne[2] * a->b.ne[3] == 1) stride = a->b.nb[1] / 4;
-    else
-        return st_mod_fail(ST_INVALID, "cuda mul_rows: b has %lld x %lld elements, a has %lld rows",
-                           (long long)a->b.ne[0], (long long)st_nrows(a->b), (long long)n);
-    if (n > 1 && a->b.ne[2] * a->b.ne[3] != 1)
-        return st_mod_fail(ST_INVALID, "cuda mul_rows: b must be 1-D");
-    return ew_launch(s, "mul_rows", ST_EW_MUL_ROWS, a->a, NULL, a->out, 0.0f, 0, (const float *)a->b.data,
-                     stride, a->sigmoid);
+    if (a->b.nb[0] != 4 || a->b.ne[0] * st_nrows(a->b) != n)
+        return st_mod_fail(ST_INVALID, "cuda mul_rows: b has %lld elements (dim 0 contiguous), a has %lld rows",
+                           (long long)(a->b.ne[0] * st_nrows(a->b)), (long long)n);
+    return ew_launch(s, "mul_rows", ST_EW_MUL_ROWS, a->a, &a->b, a->out, 0.0f, 0, a->sigmoid);
 }
 
 extern "C" st_status st_cuda_swiglu(st_stream *s, const st_swiglu_args *a) {
@@ -109,14 +103,14 @@ extern "C" st_status st_cuda_swiglu(st_stream *s, const st_swiglu_args *a) {
     ST_TRY(st_check_act(a->out, "swiglu", "out"));
     if (!st_same_shape(a->gate, a->up) || !st_same_shape(a->gate, a->out))
         return st_mod_fail(ST_INVALID, "cuda swiglu: gate, up and out shapes differ");
-    return ew_launch(s, "swiglu", ST_EW_SWIGLU, a->gate, &a->up, a->out, 0.0f, 0, NULL, 0, 0);
+    return ew_launch(s, "swiglu", ST_EW_SWIGLU, a->gate, &a->up, a->out, 0.0f, 0, 0);
 }
 
 /* ---- RMS norm ---------------------------------------------------------------------------- */
 /* Block per row. h = x (+ residual) is kept in shared memory when cache != 0 (K floats), so
  * outputs may alias any input; else h is re-read from sum_out or recomputed. */
-__global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
-                           int64_t w_stride, st_view out, int64_t K, float eps, int cache) {
+__global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int has_sum, const char *w,
+                           int wtype, st_view out, int64_t K, float eps, int cache) {
     extern __shared__ float hs[];
     __shared__ float red[32];
     const int64_t r = blockIdx.x;
@@ -143,7 +137,7 @@ __global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int
             if (rr) h += st_ld(rr, res.type, e);
         }
         float y = h * inv;
-        if (w) y *= w[e * w_stride];
+        if (w) y *= st_ld(w, wtype, e);
         st_st(orow, out.type, e, y);
     }
 }
@@ -159,8 +153,11 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
     if (!st_same_shape(a->x, a->out) || (has_res && !st_same_shape(a->x, a->residual)) ||
         (has_sum && !st_same_shape(a->x, a->sum_out)))
         return st_mod_fail(ST_INVALID, "cuda rms_norm: x, residual, sum_out and out shapes differ");
-    if (a->weight.data && (a->weight.type != ST_TYPE_F32 || a->weight.ne[0] != K))
-        return st_mod_fail(ST_INVALID, "cuda rms_norm: weight must be F32 [%lld]", (long long)K);
+    if (a->weight.data) {
+        ST_TRY(st_check_act(a->weight, "rms_norm", "weight"));
+        if (a->weight.ne[0] != K) return st_mod_fail(ST_INVALID, "cuda rms_norm: weight must have %lld elements", (long long)K);
+    }
+    if (!(a->eps >= 0.0f)) return st_mod_fail(ST_INVALID, "cuda rms_norm: eps %g", (double)a->eps);
     if (!K || !rows) return ST_OK;
     if (rows > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda rms_norm: %lld rows", (long long)rows);
     ST_TRY(st_cuda_use(s->dev));
@@ -171,9 +168,8 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
         ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_rms_norm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                               "rms_norm: cudaFuncSetAttribute", s->dev));
     const int threads = K >= 4096 ? 1024 : (K >= 1024 ? 256 : 128);
-    const int64_t ws = a->weight.data ? a->weight.nb[0] / 4 : 0;
     k_rms_norm<<<(unsigned)rows, threads, smem, s->s>>>(
         st_view_of(a->x), st_view_of(has_res ? a->residual : a->x), has_res, st_view_of(has_sum ? a->sum_out : a->x),
-        has_sum, (const float *)a->weight.data, ws, st_view_of(a->out), K, a->eps, cache);
+        has_sum, (const char *)a->weight.data, (int)a->weight.type, st_view_of(a->out), K, a->eps, cache);
     return st_cuda_launched(s, "rms_norm");
 }

@@ -22,16 +22,19 @@ __global__ void k_rope(st_rope_params p) {
         if (i < p.n_rot / 2) {
             const int64_t i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + p.n_rot / 2 : 2 * i + 1;
             const float x0 = st_ld(xr, p.x.type, i0), x1 = st_ld(xr, p.x.type, i1);
-            const float theta_extrap = (float)p.pos[t] * powf(p.freq_base, -2.0f * (float)i / (float)p.n_rot);
-            const float theta_interp = p.freq_scale * theta_extrap;
-            float theta = theta_interp, mscale = p.attn_factor;
+            /* angles in double: float angles lose ~pos * 1e-7 rad at long positions */
+            const double theta_extrap = (double)p.pos[t] * pow((double)p.freq_base, -2.0 * (double)i / (double)p.n_rot);
+            const double theta_interp = (double)p.freq_scale * theta_extrap;
+            double theta = theta_interp, mscale = p.attn_factor;
             if (p.ext_factor != 0.0f) {
-                const float y = ((float)i - p.corr_lo) / fmaxf(0.001f, p.corr_hi - p.corr_lo);
-                const float ramp = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * p.ext_factor;
-                theta = theta_interp * (1.0f - ramp) + theta_extrap * ramp;
-                mscale *= 1.0f + 0.1f * logf(1.0f / p.freq_scale);
+                const double y = ((double)i - p.corr_lo) / fmax(0.001, (double)p.corr_hi - p.corr_lo);
+                const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * p.ext_factor;
+                theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
+                mscale *= 1.0 + 0.1 * log(1.0 / (double)p.freq_scale);
             }
-            const float c = cosf(theta) * mscale, s = sinf(theta) * mscale;
+            double sd, cd;
+            sincos(theta, &sd, &cd);
+            const float c = (float)(cd * mscale), s = (float)(sd * mscale);
             st_st(orow, p.out.type, i0, x0 * c - x1 * s);
             st_st(orow, p.out.type, i1, x0 * s + x1 * c);
         } else {
@@ -43,8 +46,8 @@ __global__ void k_rope(st_rope_params p) {
 }
 
 /* YaRN correction dims: the rotary pair where `n_rot_b` full rotations fit in n_ctx_orig. */
-static float corr_dim(int n_dims, int n_ctx_orig, float n_rot_b, float base) {
-    return (float)n_dims * logf((float)n_ctx_orig / (n_rot_b * 2.0f * 3.14159265358979323846f)) / (2.0f * logf(base));
+static double corr_dim(int n_dims, int n_ctx_orig, double n_rot_b, double base) {
+    return n_dims * log(n_ctx_orig / (n_rot_b * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
 }
 
 extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
@@ -74,11 +77,15 @@ extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
     p.attn_factor = a->attn_factor;
     p.corr_lo = 0.0f;
     p.corr_hi = 0.0f;
-    if (a->n_rot > 0) {
-        const float lo = floorf(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_fast, a->freq_base));
-        const float hi = ceilf(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_slow, a->freq_base));
-        p.corr_lo = fmaxf(0.0f, lo);
-        p.corr_hi = fminf((float)(a->n_rot - 1), hi);
+    if (!(a->freq_base > 0.0f) || !(a->freq_scale > 0.0f))
+        return st_mod_fail(ST_INVALID, "cuda rope: freq_base %g and freq_scale %g must be positive",
+                           (double)a->freq_base, (double)a->freq_scale);
+    if (a->ext_factor != 0.0f) {
+        if (a->n_ctx_orig <= 0) return st_mod_fail(ST_INVALID, "cuda rope: YaRN needs n_ctx_orig > 0");
+        const double lo = floor(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_fast, a->freq_base));
+        const double hi = ceil(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_slow, a->freq_base));
+        p.corr_lo = (float)fmax(0.0, lo);
+        p.corr_hi = (float)fmin((double)(a->n_rot - 1), hi);
     }
     ST_TRY(st_cuda_use(s->dev));
     const int64_t total = n * nh * ((hd + 1) / 2);
@@ -89,35 +96,34 @@ extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
 }
 
 /* ---- KV write ---------------------------------------------------------------------------- */
-/* Plain caches: one thread per element of (token, head, dim). */
-__global__ void k_kv_write_plain(st_view src, char *cache, int ctype, int64_t c_nb1, int64_t c_nb2,
-                                 const int32_t *cells, int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
-    const int64_t total = n * n_kv * hd;
-    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t d = idx % hd, row = idx / hd, h = row % n_kv, t = row / n_kv;
-        const int32_t c = cells[t];
-        if (c < 0 || c >= n_cells) continue;
-        st_st(cache + c * c_nb2 + h * c_nb1, ctype, d, st_ld(st_row(src, row), src.type, d));
+/* Block per token. A cell named by a later token too is left to that token (the later token
+ * wins, as in core/ref). Plain caches: threads over (head, dim); Q8_0: a warp per 32-element
+ * block with d = max|x| / 127 and q = round-half-away(x / d) clamped to +-127. */
+__global__ void k_kv_write(st_view src, char *cache, int ctype, int64_t c_nb1, int64_t c_nb2, const int32_t *cells,
+                           int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
+    const int64_t t = blockIdx.x;
+    const int32_t c = cells[t];
+    int later = 0;
+    for (int64_t t2 = t + 1 + threadIdx.x; t2 < n; t2 += blockDim.x) later |= cells[t2] == c;
+    if (__syncthreads_or(later) || c < 0 || c >= n_cells) return;
+    if (ctype != ST_TYPE_Q8_0) {
+        for (int64_t idx = threadIdx.x; idx < n_kv * hd; idx += blockDim.x) {
+            const int64_t d = idx % hd, h = idx / hd;
+            st_st(cache + c * c_nb2 + h * c_nb1, ctype, d, st_ld(st_row(src, t * n_kv + h), src.type, d));
+        }
+        return;
     }
-}
-
-/* Q8_0 cache: one warp per 32-element block; d = max|x| / 127, q = round(x / d). */
-__global__ void k_kv_write_q8(st_view src, char *cache, int64_t c_nb1, int64_t c_nb2, const int32_t *cells,
-                              int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
-    const int64_t nblk = hd / 32, total = n * n_kv * nblk;
     const int lane = threadIdx.x % ST_WARP;
-    for (int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / ST_WARP; w < total;
-         w += (int64_t)gridDim.x * blockDim.x / ST_WARP) {
-        const int64_t b = w % nblk, row = w / nblk, h = row % n_kv, t = row / n_kv;
-        const int32_t c = cells[t];
-        if (c < 0 || c >= n_cells) continue;
-        const float x = st_ld(st_row(src, row), src.type, b * 32 + lane);
+    const int64_t nblk = hd / 32;
+    for (int64_t w = threadIdx.x / ST_WARP; w < n_kv * nblk; w += blockDim.x / ST_WARP) {
+        const int64_t b = w % nblk, h = w / nblk;
+        const float x = st_ld(st_row(src, t * n_kv + h), src.type, b * 32 + lane);
         const float amax = st_warp_max(fabsf(x));
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float q = fminf(127.0f, fmaxf(-127.0f, roundf(x * id)));
         uint8_t *blk = (uint8_t *)(cache + c * c_nb2 + h * c_nb1) + b * 34;
-        blk[2 + lane] = (uint8_t)(int8_t)roundf(x * id);
+        blk[2 + lane] = (uint8_t)(int8_t)q;
         if (lane == 0) {
             const uint16_t dh = __half_as_ushort(__float2half_rn(d));
             blk[0] = (uint8_t)(dh & 0xFF);
@@ -134,35 +140,29 @@ static st_status kv_one(st_stream *s, const st_tensor &src, const st_tensor &cac
     if (cache.ne[0] != hd || cache.ne[1] != nkv)
         return st_mod_fail(ST_INVALID, "cuda kv_write: %s is [%lld][%lld], cache rows are [%lld][%lld]", name,
                            (long long)nkv, (long long)hd, (long long)cache.ne[1], (long long)cache.ne[0]);
-    if (!hd || !nkv || !n) return ST_OK;
-    const int64_t n_cells = cache.ne[2];
-    int64_t blocks;
     if (cache.type == ST_TYPE_Q8_0) {
         if (hd % 32) return st_mod_fail(ST_INVALID, "cuda kv_write: Q8_0 cache needs head_dim %% 32 == 0 (%lld)", (long long)hd);
-        blocks = (n * nkv * (hd / 32) * 32 + 255) / 256;
-        if (blocks > 65535 * 16) blocks = 65535 * 16;
-        k_kv_write_q8<<<(unsigned)blocks, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, cache.nb[1],
-                                                          cache.nb[2], cells, n_cells, nkv, hd, n);
     } else if (cache.type == ST_TYPE_F32 || cache.type == ST_TYPE_F16 || cache.type == ST_TYPE_BF16) {
         if (cache.nb[0] != st_act_size(cache.type))
             return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache not contiguous in dim 0");
-        blocks = (n * nkv * hd + 255) / 256;
-        if (blocks > 65535 * 16) blocks = 65535 * 16;
-        k_kv_write_plain<<<(unsigned)blocks, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, (int)cache.type,
-                                                             cache.nb[1], cache.nb[2], cells, n_cells, nkv, hd, n);
     } else {
         return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache type %s (F32/F16/BF16/Q8_0)",
                            st_cuda_type_name(cache.type));
     }
+    if (!hd || !nkv || !n) return ST_OK;
+    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: %lld tokens", (long long)n);
+    k_kv_write<<<(unsigned)n, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, (int)cache.type, cache.nb[1],
+                                              cache.nb[2], cells, cache.ne[2], nkv, hd, n);
     return st_cuda_launched(s, "kv_write");
 }
 
 extern "C" st_status st_cuda_kv_write(st_stream *s, const st_kv_write_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda kv_write: NULL argument");
-    if (!a->cells) return st_mod_fail(ST_INVALID, "cuda kv_write: NULL cells");
-    if (a->k.ne[2] * a->k.ne[3] != a->v.ne[2] * a->v.ne[3])
+    const int with_v = a->v.data != NULL || a->v_cache.data != NULL;
+    if (with_v && a->k.ne[2] * a->k.ne[3] != a->v.ne[2] * a->v.ne[3])
         return st_mod_fail(ST_INVALID, "cuda kv_write: k and v token counts differ");
+    if (a->k.ne[2] * a->k.ne[3] > 0 && !a->cells) return st_mod_fail(ST_INVALID, "cuda kv_write: NULL cells");
     ST_TRY(st_cuda_use(s->dev));
     ST_TRY(kv_one(s, a->k, a->k_cache, a->cells, "k"));
-    return kv_one(s, a->v, a->v_cache, a->cells, "v");
+    return with_v ? kv_one(s, a->v, a->v_cache, a->cells, "v") : ST_OK;
 }

@@ -5,9 +5,13 @@
 
 #define ST_SEL_THREADS 256
 
-/* (v, i) comes before (w, j) in the selection order. */
-__device__ __forceinline__ bool st_before(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
-__device__ __forceinline__ float st_key(float v) { return v != v ? -INFINITY : v; }
+/* (v, i) comes before (w, j): larger value first, NaN after every number, lower index on ties. */
+__device__ __forceinline__ bool st_before(float v, int i, float w, int j) {
+    const bool nv = v != v, nw = w != w;
+    if (nv != nw) return nw;
+    if (!nv && v != w) return v > w;
+    return i < j;
+}
 
 /* Block-wide best (v, i) over the threads' candidates; result in every thread. */
 __device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *si) {
@@ -27,7 +31,7 @@ __device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *
         si[warp] = i;
     }
     __syncthreads();
-    v = lane < nw ? sv[lane] : -INFINITY;
+    v = lane < nw ? sv[lane] : NAN;
     i = lane < nw ? si[lane] : 0x7fffffff;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -49,10 +53,10 @@ __global__ void k_topk(st_view x, int64_t V, int k, int32_t *ids, float *values)
     float pv = INFINITY;
     int pi = -1;
     for (int j = 0; j < k; j++) {
-        float bv = -INFINITY;
+        float bv = NAN;
         int bi = 0x7fffffff;
         for (int64_t e = threadIdx.x; e < V; e += blockDim.x) {
-            const float v = st_key(((const float *)row)[e]);
+            const float v = ((const float *)row)[e];
             if (st_before(pv, pi, v, (int)e) && st_before(v, (int)e, bv, bi)) {
                 bv = v;
                 bi = (int)e;
@@ -94,7 +98,8 @@ extern "C" st_status st_cuda_topk(st_stream *s, const st_topk_args *a) {
 }
 
 /* ---- ROUTER ------------------------------------------------------------------------------- */
-/* Dynamic shared memory: prob[E], score[E]. */
+/* Dynamic shared memory: prob[E], score[E]. ids are written in selection order (descending
+ * score = prob + bias), as core/ref does; weights are the unbiased probabilities. */
 __global__ void k_router(st_view logits, int E, int gating, const float *bias, int k, int normalize, float wscale,
                          int32_t *ids, float *weights) {
     extern __shared__ float sh[];
@@ -107,7 +112,7 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
     if (gating == ST_ROUTER_SOFTMAX) {
         float mx = -INFINITY;
         int ii = 0;
-        for (int e = threadIdx.x; e < E; e += blockDim.x) mx = fmaxf(mx, st_key(lr[e]));
+        for (int e = threadIdx.x; e < E; e += blockDim.x) mx = fmaxf(mx, lr[e]); /* fmaxf skips NaN */
         st_block_best(mx, ii, sv, si);
         float sum = 0.0f;
         for (int e = threadIdx.x; e < E; e += blockDim.x) {
@@ -121,12 +126,12 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
         for (int e = threadIdx.x; e < E; e += blockDim.x) prob[e] = 1.0f / (1.0f + expf(-lr[e]));
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < E; e += blockDim.x) score[e] = st_key(bias ? prob[e] + bias[e] : prob[e]);
+    for (int e = threadIdx.x; e < E; e += blockDim.x) score[e] = bias ? prob[e] + bias[e] : prob[e];
     __syncthreads();
     float pv = INFINITY;
     int pi = -1;
     for (int j = 0; j < k; j++) {
-        float bv = -INFINITY;
+        float bv = NAN;
         int bi = 0x7fffffff;
         for (int e = threadIdx.x; e < E; e += blockDim.x) {
             const float v = score[e];
@@ -148,19 +153,6 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
         for (int j = 0; j < k; j++) {
             w[j] = prob[id[j]];
             sum += w[j];
-        }
-        /* order by weight descending (stable: selection order breaks ties) */
-        for (int j = 1; j < k; j++) {
-            const float wv = w[j];
-            const int32_t iv = id[j];
-            int q = j - 1;
-            while (q >= 0 && w[q] < wv) {
-                w[q + 1] = w[q];
-                id[q + 1] = id[q];
-                q--;
-            }
-            w[q + 1] = wv;
-            id[q + 1] = iv;
         }
         const float f = (normalize && sum > 0.0f ? 1.0f / sum : 1.0f) * wscale;
         for (int j = 0; j < k; j++) w[j] *= f;
