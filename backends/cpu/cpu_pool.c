@@ -1,0 +1,141 @@
+/* Worker pool: workers wait for a job generation to change (short spin, then a condition
+ * variable), run their share, and count themselves done; the caller runs share 0 and waits. */
+#include "cpu/cpu_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/module_util.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ST_CPU_RELAX() _mm_pause()
+#elif defined(__powerpc__) || defined(__PPC__)
+#define ST_CPU_RELAX() __asm__ __volatile__("or 27,27,27" ::: "memory")
+#else
+#define ST_CPU_RELAX() ((void)0)
+#endif
+
+#define ST_POOL_SPIN 4096 /* relax iterations before sleeping / yielding */
+
+typedef struct st_pool_worker {
+    struct st_cpu_pool *pool;
+    int ith;
+    pthread_t thread;
+} st_pool_worker;
+
+struct st_cpu_pool {
+    int n_threads;
+    st_pool_worker *workers;   /* [n_threads - 1] */
+    pthread_mutex_t run_mu;    /* one job at a time */
+    pthread_mutex_t mu;        /* guards the sleep/wake handshake */
+    pthread_cond_t cv;
+    atomic_uint gen;           /* bumped for each job (and for stop) */
+    atomic_int pending;        /* workers still running the current job */
+    atomic_int stop;
+    st_cpu_task_fn fn;
+    void *ctx;
+    int nth;
+};
+
+static void *pool_main(void *arg) {
+    st_pool_worker *w = arg;
+    struct st_cpu_pool *p = w->pool;
+    unsigned seen = atomic_load(&p->gen);
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen && spins < ST_POOL_SPIN) {
+            ST_CPU_RELAX();
+            spins++;
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&p->mu);
+            while ((g = atomic_load(&p->gen)) == seen) pthread_cond_wait(&p->cv, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        seen = g;
+        if (atomic_load(&p->stop)) return NULL;
+        if (w->ith < p->nth) p->fn(p->ctx, w->ith, p->nth);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+    }
+}
+
+st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out) {
+    *out = NULL;
+    if (n_threads < 1) n_threads = 1;
+    st_cpu_pool *p = calloc(1, sizeof *p);
+    if (!p) return st_mod_fail(ST_OOM, "cpu: thread pool: out of host memory");
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->run_mu, NULL);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    if (n_threads > 1) {
+        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            free(p);
+            return st_mod_fail(ST_OOM, "cpu: thread pool: out of host memory");
+        }
+    }
+    for (int i = 1; i < n_threads; i++) {
+        st_pool_worker *w = &p->workers[i - 1];
+        w->pool = p;
+        w->ith = i;
+        int rc = pthread_create(&w->thread, NULL, pool_main, w);
+        if (rc != 0) {
+            p->n_threads = i; /* join the ones that started */
+            st_cpu_pool_destroy(p);
+            return st_mod_fail(ST_INTERNAL, "cpu: could not start worker thread %d of %d (%s)", i, n_threads,
+                               strerror(rc));
+        }
+    }
+    *out = p;
+    return ST_OK;
+}
+
+void st_cpu_pool_destroy(st_cpu_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    atomic_fetch_add(&p->gen, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n_threads; i++) pthread_join(p->workers[i - 1].thread, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->run_mu);
+    free(p->workers);
+    free(p);
+}
+
+int st_cpu_pool_size(const st_cpu_pool *p) { return p->n_threads; }
+
+void st_cpu_pool_run(st_cpu_pool *p, st_cpu_task_fn fn, void *ctx, int nth) {
+    if (nth > p->n_threads) nth = p->n_threads;
+    if (nth <= 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&p->run_mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->nth = nth;
+    atomic_store(&p->pending, p->n_threads - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    fn(ctx, 0, nth);
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        if (++spins < ST_POOL_SPIN) ST_CPU_RELAX();
+        else sched_yield();
+    }
+    pthread_mutex_unlock(&p->run_mu);
+}

@@ -1,0 +1,85 @@
+/* Inline helpers shared by the x86 kernel files (compiled with AVX2/FMA/F16C, optionally
+ * AVX-512). Integer dot products use VNNI when the build enables it; the results are the same
+ * integers either way, because the operands never saturate the 16-bit AVX2 path. */
+#ifndef STRATA_KERN_X86_H
+#define STRATA_KERN_X86_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/cpu_kernels.h"
+#include "quant/quant.h"
+
+static inline float st_x86_h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+static inline float st_x86_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int st_x86_hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Sum of groups of 4 products u8 * s8 into 8 int32 lanes. */
+static inline __m256i st_x86_dot_u8s8(__m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* Sum of groups of 4 products s8 * s8 into 8 int32 lanes (w may not be -128 with x = -128). */
+static inline __m256i st_x86_dot_s8s8(__m256i w, __m256i x) {
+    return st_x86_dot_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+}
+
+/* 16 packed bytes of nibbles -> 32 bytes: low nibbles in bytes 0..15, high in 16..31. */
+static inline __m256i st_x86_nibbles(const uint8_t *q) {
+    __m128i v = _mm_loadu_si128((const __m128i *)q);
+    __m256i b = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(b, _mm256_set1_epi8(0x0f));
+}
+
+/* 32 bits -> 32 bytes, 0xff where the bit is set. */
+static inline __m256i st_x86_bits_to_bytes(const uint8_t *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    __m256i v = _mm256_set1_epi32((int)x);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
+    v = _mm256_shuffle_epi8(v, shuf);
+    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL));
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+/* Expands a kernel body template `name##_rows(k, w, x, xs, s, NR)` into a vec_dot with the row
+ * count as a compile-time constant (accumulators stay in registers). */
+#define ST_X86_VEC_DOT(name)                                                                            \
+    static void name(int64_t k, const void *w, const void *x, size_t xs, int nr, float *s) {            \
+        switch (nr) {                                                                                   \
+        case 1: name##_rows(k, w, x, xs, s, 1); break;                                                  \
+        case 2: name##_rows(k, w, x, xs, s, 2); break;                                                  \
+        case 3: name##_rows(k, w, x, xs, s, 3); break;                                                  \
+        case 4: name##_rows(k, w, x, xs, s, 4); break;                                                  \
+        case 5: name##_rows(k, w, x, xs, s, 5); break;                                                  \
+        case 6: name##_rows(k, w, x, xs, s, 6); break;                                                  \
+        case 7: name##_rows(k, w, x, xs, s, 7); break;                                                  \
+        default: name##_rows(k, w, x, xs, s, 8); break;                                                 \
+        }                                                                                               \
+    }
+
+#define ST_X86_INLINE static inline __attribute__((always_inline))
+
+/* Slot setters of each kernel file. */
+void st_x86_float_kernels(st_cpu_kernels *k);
+void st_x86_legacy_kernels(st_cpu_kernels *k);
+void st_x86_kquant_kernels(st_cpu_kernels *k);
+
+#endif

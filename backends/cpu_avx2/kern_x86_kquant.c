@@ -1,0 +1,193 @@
+/* x86 kernels for the 256-element formats against Q8_K activations: the Q8_K quantizer and
+ * the dots of Q4_K, Q5_K, Q6_K and IQ4_XS (Q2_K and Q3_K use the scalar slots). Weights of a
+ * super-block are unpacked once into registers/L1 and reused for every activation row. */
+#include <math.h>
+
+#include "cpu_avx2/kern_x86.h"
+
+#include "cpu/cpu_quant_util.h"
+
+#define ROW(T, x, xs, j) ((const T *)((const char *)(x) + (size_t)(j) * (xs)))
+
+/* ---------------------------------------------------------------- Q8_K quantizer */
+
+static void x_q8_k_from_float(const float *x, void *vy, int64_t k) {
+    st_block_q8_K *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < k / ST_QK_K; b++, x += ST_QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int i = 0; i < ST_QK_K; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[b].d = amax != 0.0f ? amax / 127.0f : 0.0f;
+        __m256 vid = _mm256_set1_ps(id);
+        for (int g = 0; g < ST_QK_K; g += 32) {
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + g), vid));
+            __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + g + 8), vid));
+            __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + g + 16), vid));
+            __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + g + 24), vid));
+            /* bsums of the two 16-groups */
+            __m256i s01 = _mm256_add_epi32(i0, i1), s23 = _mm256_add_epi32(i2, i3);
+            y[b].bsums[g / 16] = (int16_t)st_x86_hsum_i32(s01);
+            y[b].bsums[g / 16 + 1] = (int16_t)st_x86_hsum_i32(s23);
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(y[b].qs + g), p);
+        }
+    }
+}
+
+/* 16 bsums -> 8 sums of pairs (one per 32-element sub-block). */
+static inline __m128i bsums_pairs(const int16_t *bs) {
+    __m128i lo = _mm_loadu_si128((const __m128i *)bs), hi = _mm_loadu_si128((const __m128i *)(bs + 8));
+    return _mm_hadd_epi16(lo, hi);
+}
+
+static inline int hsum128_i32(__m128i s) {
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* ---------------------------------------------------------------- Q4_K / Q5_K */
+
+/* Shared body: UNPACK fills q[8] (32 unsigned values each, sub-block order) for block b. */
+#define ST_K4_DOT(name, WT, UNPACK)                                                                      \
+    ST_X86_INLINE void name##_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) { \
+        const WT *w = vw;                                                                                \
+        __m256 acc[8];                                                                                   \
+        float accm[8];                                                                                   \
+        for (int j = 0; j < NR; j++) {                                                                   \
+            acc[j] = _mm256_setzero_ps();                                                                \
+            accm[j] = 0.0f;                                                                              \
+        }                                                                                                \
+        for (int64_t b = 0; b < k / ST_QK_K; b++) {                                                      \
+            uint8_t sc[8], mn[8];                                                                        \
+            st_cpu_k4_scales(w[b].scales, sc, mn);                                                       \
+            __m256i q[8];                                                                                \
+            UNPACK(&w[b], q);                                                                            \
+            __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));                      \
+            float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);                                  \
+            for (int j = 0; j < NR; j++) {                                                               \
+                const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;                              \
+                __m256i sumi = _mm256_setzero_si256();                                                   \
+                for (int v = 0; v < 8; v++) {                                                            \
+                    __m256i p = _mm256_maddubs_epi16(q[v], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v))); \
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[v])));       \
+                }                                                                                        \
+                int msum = hsum128_i32(_mm_madd_epi16(mins, bsums_pairs(xb->bsums)));                    \
+                acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);   \
+                accm[j] += dmin * xb->d * (float)msum;                                                   \
+            }                                                                                            \
+        }                                                                                                \
+        for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]) - accm[j];                               \
+    }                                                                                                    \
+    ST_X86_VEC_DOT(name)
+
+ST_X86_INLINE void unpack_q4_k(const st_block_q4_K *b, __m256i q[8]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; c++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        q[2 * c] = _mm256_and_si256(v, m4);
+        q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+}
+
+ST_X86_INLINE void unpack_q5_k(const st_block_q5_K *b, __m256i q[8]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hb = _mm256_loadu_si256((const __m256i *)b->qh);
+    for (int c = 0; c < 4; c++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one);
+        __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one);
+        q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4));
+        q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), _mm256_slli_epi16(h1, 4));
+    }
+}
+
+ST_K4_DOT(vd_q4_k, st_block_q4_K, unpack_q4_k)
+ST_K4_DOT(vd_q5_k, st_block_q5_K, unpack_q5_k)
+
+/* ---------------------------------------------------------------- Q6_K */
+
+ST_X86_INLINE void vd_q6_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_q6_K *w = vw;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    __m256 acc[8];
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m256i q[8], sv[8];
+        for (int n = 0; n < 2; n++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * n + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * n));
+            q[4 * n + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+            q[4 * n + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+            q[4 * n + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+            q[4 * n + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+        }
+        for (int v = 0; v < 8; v++)
+            sv[v] = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[2 * v + 1]), _mm_set1_epi16(w[b].scales[2 * v]));
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+        float d = st_x86_h2f(w[b].d);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int v = 0; v < 8; v++) {
+                __m256i p = _mm256_maddubs_epi16(q[v], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv[v]));
+            }
+            /* the values were stored +32: subtract 32 * sum_i sc[i] * bsums[i] */
+            __m256i bs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)xb->bsums));
+            sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bs, 5));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
+}
+ST_X86_VEC_DOT(vd_q6_k)
+
+/* ---------------------------------------------------------------- IQ4_XS */
+
+ST_X86_INLINE void vd_iq4_xs_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_iq4_xs *w = vw;
+    const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)st_iq4nl_values));
+    __m256 acc[8];
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m256i q[8], aq[8], sv[8];
+        for (int ib = 0; ib < 8; ib++) {
+            q[ib] = _mm256_shuffle_epi8(tab, st_x86_nibbles(w[b].qs + 16 * ib));
+            aq[ib] = _mm256_sign_epi8(q[ib], q[ib]);
+            sv[ib] = _mm256_set1_epi16((short)(st_cpu_iq4xs_scale(&w[b], ib) - 32));
+        }
+        float d = st_x86_h2f(w[b].d);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int ib = 0; ib < 8; ib++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * ib));
+                __m256i p = _mm256_maddubs_epi16(aq[ib], _mm256_sign_epi8(xv, q[ib]));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv[ib]));
+            }
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
+}
+ST_X86_VEC_DOT(vd_iq4_xs)
+
+void st_x86_kquant_kernels(st_cpu_kernels *k) {
+    static const uint32_t types[] = {ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_XS};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) k->wt[types[i]].from_float = x_q8_k_from_float;
+    k->wt[ST_TYPE_Q4_K].vec_dot = vd_q4_k;
+    k->wt[ST_TYPE_Q5_K].vec_dot = vd_q5_k;
+    k->wt[ST_TYPE_Q6_K].vec_dot = vd_q6_k;
+    k->wt[ST_TYPE_IQ4_XS].vec_dot = vd_iq4_xs;
+}
