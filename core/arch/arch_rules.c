@@ -1,0 +1,160 @@
+/* Per-family rules and the expected tensor table of each family. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch/arch.h"
+
+static const char *const k_arch_names[ST_ARCH_COUNT] = {
+    [ST_ARCH_LLAMA] = "llama",       [ST_ARCH_QWEN2] = "qwen2",
+    [ST_ARCH_QWEN3] = "qwen3",       [ST_ARCH_QWEN2MOE] = "qwen2moe",
+    [ST_ARCH_QWEN3MOE] = "qwen3moe", [ST_ARCH_OLMOE] = "olmoe",
+};
+
+static const char *const k_role_names[ST_T_ROLE_COUNT] = {
+    [ST_T_TOKEN_EMBD] = "token_embd.weight",
+    [ST_T_OUTPUT_NORM] = "output_norm.weight",
+    [ST_T_OUTPUT] = "output.weight",
+    [ST_T_ATTN_NORM] = "attn_norm.weight",
+    [ST_T_ATTN_Q] = "attn_q.weight",
+    [ST_T_ATTN_K] = "attn_k.weight",
+    [ST_T_ATTN_V] = "attn_v.weight",
+    [ST_T_ATTN_OUT] = "attn_output.weight",
+    [ST_T_ATTN_Q_BIAS] = "attn_q.bias",
+    [ST_T_ATTN_K_BIAS] = "attn_k.bias",
+    [ST_T_ATTN_V_BIAS] = "attn_v.bias",
+    [ST_T_ATTN_Q_NORM] = "attn_q_norm.weight",
+    [ST_T_ATTN_K_NORM] = "attn_k_norm.weight",
+    [ST_T_FFN_NORM] = "ffn_norm.weight",
+    [ST_T_FFN_GATE] = "ffn_gate.weight",
+    [ST_T_FFN_UP] = "ffn_up.weight",
+    [ST_T_FFN_DOWN] = "ffn_down.weight",
+    [ST_T_FFN_GATE_INP] = "ffn_gate_inp.weight",
+    [ST_T_FFN_GATE_EXPS] = "ffn_gate_exps.weight",
+    [ST_T_FFN_UP_EXPS] = "ffn_up_exps.weight",
+    [ST_T_FFN_DOWN_EXPS] = "ffn_down_exps.weight",
+    [ST_T_FFN_GATE_INP_SHEXP] = "ffn_gate_inp_shexp.weight",
+    [ST_T_FFN_GATE_SHEXP] = "ffn_gate_shexp.weight",
+    [ST_T_FFN_UP_SHEXP] = "ffn_up_shexp.weight",
+    [ST_T_FFN_DOWN_SHEXP] = "ffn_down_shexp.weight",
+};
+
+int st_arch_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < ST_ARCH_COUNT; i++)
+        if (!strcmp(name, k_arch_names[i])) return i;
+    return -1;
+}
+
+const char *st_arch_name(int arch) {
+    return (arch >= 0 && arch < ST_ARCH_COUNT) ? k_arch_names[arch] : "?";
+}
+
+const char *st_tensor_role_name(st_tensor_role role) {
+    return ((int)role >= 0 && role < ST_T_ROLE_COUNT) ? k_role_names[role] : "?";
+}
+
+int st_tensor_role_is_expert(st_tensor_role role) {
+    return role == ST_T_FFN_GATE_EXPS || role == ST_T_FFN_UP_EXPS || role == ST_T_FFN_DOWN_EXPS;
+}
+
+int st_arch_is_moe_family(int a) {
+    return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE;
+}
+
+void st_arch_apply_family_rules(st_hparams *hp) {
+    snprintf(hp->arch_name, sizeof hp->arch_name, "%s", st_arch_name(hp->arch));
+    hp->rope_mode = hp->arch == ST_ARCH_LLAMA ? ST_ROPE_NORMAL : ST_ROPE_NEOX;
+    switch (hp->arch) {
+    case ST_ARCH_QWEN3:
+    case ST_ARCH_QWEN3MOE: hp->qk_norm = ST_QK_NORM_HEAD; break;
+    case ST_ARCH_OLMOE: hp->qk_norm = ST_QK_NORM_FULL; break;
+    default: hp->qk_norm = ST_QK_NORM_NONE; break;
+    }
+    hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
+    hp->expert_gating = ST_ROUTER_SOFTMAX;
+    /* Mixtral (llama MoE) and qwen3moe renormalize the top-k weights; qwen2moe and olmoe
+     * keep the softmax probabilities (norm_topk_prob false in their configs). */
+    hp->expert_weights_norm = hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_QWEN3MOE;
+    if (hp->expert_weights_scale == 0.0f) hp->expert_weights_scale = 1.0f;
+    if (hp->arch != ST_ARCH_QWEN2MOE) hp->n_ff_shexp = 0;
+    if (hp->n_expert == 0) hp->n_expert_used = 0;
+    hp->attn_scale = hp->head_dim > 0 ? 1.0f / sqrtf((float)hp->head_dim) : 1.0f;
+}
+
+typedef struct spec_sink {
+    st_tensor_spec *out;
+    int64_t cap, n;
+} spec_sink;
+
+static void add(spec_sink *s, st_tensor_role role, int layer, int required, int n_dims, int64_t ne0,
+                int64_t ne1, int64_t ne2) {
+    if (s->n < s->cap) {
+        st_tensor_spec *t = &s->out[s->n];
+        memset(t, 0, sizeof *t);
+        if (layer >= 0)
+            snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, k_role_names[role]);
+        else
+            snprintf(t->name, sizeof t->name, "%s", k_role_names[role]);
+        t->role = role;
+        t->layer = layer;
+        t->required = required;
+        t->n_dims = n_dims;
+        t->ne[0] = ne0;
+        t->ne[1] = n_dims > 1 ? ne1 : 1;
+        t->ne[2] = n_dims > 2 ? ne2 : 1;
+        t->ne[3] = 1;
+    }
+    s->n++;
+}
+
+int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap) {
+    spec_sink s = {out, cap, 0};
+    const int64_t E = hp->n_embd, V = hp->n_vocab;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
+    const int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
+    const int moe = hp->n_expert > 0;
+
+    add(&s, ST_T_TOKEN_EMBD, -1, 1, 2, E, V, 1);
+    add(&s, ST_T_OUTPUT_NORM, -1, 1, 1, E, 1, 1);
+    if (!hp->tied_output) add(&s, ST_T_OUTPUT, -1, 0, 2, E, V, 1);
+    for (int l = 0; l < hp->n_layer; l++) {
+        add(&s, ST_T_ATTN_NORM, l, 1, 1, E, 1, 1);
+        add(&s, ST_T_ATTN_Q, l, 1, 2, E, q_dim, 1);
+        add(&s, ST_T_ATTN_K, l, 1, 2, E, k_dim, 1);
+        add(&s, ST_T_ATTN_V, l, 1, 2, E, v_dim, 1);
+        add(&s, ST_T_ATTN_OUT, l, 1, 2, o_dim, E, 1);
+        /* biases: required by the qwen2 families, accepted when present elsewhere */
+        add(&s, ST_T_ATTN_Q_BIAS, l, hp->has_qkv_bias, 1, q_dim, 1, 1);
+        add(&s, ST_T_ATTN_K_BIAS, l, hp->has_qkv_bias, 1, k_dim, 1, 1);
+        add(&s, ST_T_ATTN_V_BIAS, l, hp->has_qkv_bias, 1, v_dim, 1, 1);
+        if (hp->qk_norm == ST_QK_NORM_HEAD) {
+            add(&s, ST_T_ATTN_Q_NORM, l, 1, 1, hp->head_dim, 1, 1);
+            add(&s, ST_T_ATTN_K_NORM, l, 1, 1, hp->head_dim, 1, 1);
+        } else if (hp->qk_norm == ST_QK_NORM_FULL) {
+            add(&s, ST_T_ATTN_Q_NORM, l, 1, 1, q_dim, 1, 1);
+            add(&s, ST_T_ATTN_K_NORM, l, 1, 1, k_dim, 1, 1);
+        }
+        add(&s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
+        if (!moe) {
+            add(&s, ST_T_FFN_GATE, l, 1, 2, E, hp->n_ff, 1);
+            add(&s, ST_T_FFN_UP, l, 1, 2, E, hp->n_ff, 1);
+            add(&s, ST_T_FFN_DOWN, l, 1, 2, hp->n_ff, E, 1);
+            continue;
+        }
+        add(&s, ST_T_FFN_GATE_INP, l, 1, 2, E, hp->n_expert, 1);
+        add(&s, ST_T_FFN_GATE_EXPS, l, 1, 3, E, hp->n_ff_exp, hp->n_expert);
+        add(&s, ST_T_FFN_UP_EXPS, l, 1, 3, E, hp->n_ff_exp, hp->n_expert);
+        add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, hp->n_expert);
+        if (hp->n_ff_shexp > 0) {
+            add(&s, ST_T_FFN_GATE_INP_SHEXP, l, 1, 1, E, 1, 1);
+            add(&s, ST_T_FFN_GATE_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
+            add(&s, ST_T_FFN_UP_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
+            add(&s, ST_T_FFN_DOWN_SHEXP, l, 1, 2, hp->n_ff_shexp, E, 1);
+        }
+    }
+    return s.n;
+}
+

@@ -1,0 +1,366 @@
+/* Random-weight GGUF writer: metadata from hparams, the family's tensor table, and data
+ * streamed tensor by tensor (row by row) through the GGUF writer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/gen_internal.h"
+#include "quant/quant.h"
+#include "sample/sample.h"
+
+static void base(st_gen_params *p, st_arch_id arch) {
+    memset(p, 0, sizeof *p);
+    p->hp.arch = arch;
+    p->hp.n_ctx_train = 4096;
+    p->hp.rms_eps = 1e-5f;
+    p->hp.rope_freq_base = 10000.0f;
+    p->wtype = ST_TYPE_Q8_0;
+    p->seed = 1;
+}
+
+static void shape(st_gen_params *p, int layers, int embd, int ff, int heads, int kv_heads, int head_dim) {
+    p->hp.n_layer = layers;
+    p->hp.n_embd = embd;
+    p->hp.n_ff = ff;
+    p->hp.n_head = heads;
+    p->hp.n_head_kv = kv_heads;
+    p->hp.head_dim = head_dim;
+    p->hp.head_dim_v = head_dim;
+    p->hp.n_rot = head_dim;
+}
+
+static void experts(st_gen_params *p, int n, int used, int ff, int shexp_ff) {
+    p->hp.n_expert = n;
+    p->hp.n_expert_used = used;
+    p->hp.n_ff_exp = ff;
+    p->hp.n_ff_shexp = shexp_ff;
+}
+
+const char *st_gen_preset_names(void) { return "tiny, demo, dense-500m, bench-moe-1.5g, qwen3-30b-a3b"; }
+
+int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
+    int a = arch ? st_arch_from_name(arch) : -1;
+    if (arch && a < 0) return -1;
+    if (!strcmp(name, "tiny") || !strcmp(name, "demo")) {
+        int tiny = !strcmp(name, "tiny");
+        base(p, a >= 0 ? (st_arch_id)a : ST_ARCH_LLAMA);
+        if (tiny) {
+            shape(p, 2, 64, 128, 4, 2, 16);
+            p->wtype = ST_TYPE_F32;
+        } else {
+            shape(p, 4, 256, 512, 8, 4, 32);
+        }
+        int moe = st_arch_is_moe_family(p->hp.arch);
+        if (moe) experts(p, tiny ? 8 : 16, tiny ? 2 : 4, tiny ? 32 : 128,
+                         p->hp.arch == ST_ARCH_QWEN2MOE ? (tiny ? 64 : 256) : 0);
+        return 0;
+    }
+    if (!strcmp(name, "dense-500m")) {
+        base(p, ST_ARCH_LLAMA);
+        shape(p, 28, 1024, 4096, 16, 8, 64);
+        return 0;
+    }
+    if (!strcmp(name, "bench-moe-1.5g")) {
+        base(p, ST_ARCH_QWEN3MOE);
+        shape(p, 24, 1024, 0, 16, 4, 64);
+        experts(p, 64, 8, 512, 0);
+        p->wtype = ST_TYPE_Q4_K;
+        p->router_skew = 1.0f;
+        return 0;
+    }
+    if (!strcmp(name, "qwen3-30b-a3b")) {
+        base(p, ST_ARCH_QWEN3MOE);
+        shape(p, 48, 2048, 6144, 32, 4, 128);
+        experts(p, 128, 8, 768, 0);
+        p->hp.n_ctx_train = 40960;
+        p->hp.rms_eps = 1e-6f;
+        p->hp.rope_freq_base = 1000000.0f;
+        p->wtype = ST_TYPE_Q4_K;
+        p->router_skew = 1.0f;
+        return 0;
+    }
+    return -1;
+}
+
+/* Type actually used for a matrix whose rows have ne0 elements. */
+static uint32_t fit_type(uint32_t want, int64_t ne0) {
+    if (st_row_size(want, ne0) > 0) return want;
+    if (st_row_size(ST_TYPE_Q8_0, ne0) > 0 && want != ST_TYPE_F32 && want != ST_TYPE_BF16) return ST_TYPE_Q8_0;
+    return want == ST_TYPE_F32 ? ST_TYPE_F32 : ST_TYPE_F16;
+}
+
+static int is_vector(st_tensor_role r) {
+    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
+           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
+}
+
+/* Standard deviation of a matrix's values, per row `row` (router rows carry the skew). */
+static float row_std(const st_tensor_spec *s, const float *skew, int64_t row) {
+    float k = 1.0f / sqrtf((float)s->ne[0]);
+    switch (s->role) {
+    case ST_T_TOKEN_EMBD:
+    case ST_T_OUTPUT: return 2.0f * k;
+    case ST_T_ATTN_OUT:
+    case ST_T_FFN_DOWN:
+    case ST_T_FFN_DOWN_EXPS:
+    case ST_T_FFN_DOWN_SHEXP: return 0.5f * k;
+    case ST_T_FFN_GATE_INP: return skew ? k * skew[row % s->ne[1]] : k;
+    default: return k;
+    }
+}
+
+typedef struct gen_ctx {
+    st_gguf_writer *w;
+    st_rng rng;
+    float *f;        /* one row of floats */
+    uint8_t *q;      /* one row of encoded data */
+    uint8_t *pool;   /* quantized blocks for large tensors */
+    int64_t pool_blocks;
+    uint64_t done, total;
+    int progress;
+    int64_t cur_t, n_t; /* tensor being written, of n_t */
+} gen_ctx;
+
+static void fill_uniform(gen_ctx *g, float *f, int64_t n, float std) {
+    const float a = std * 1.7320508f;
+    for (int64_t i = 0; i < n; i++) f[i] = (float)((st_rng_uniform(&g->rng) * 2.0 - 1.0) * a);
+}
+
+static int encode_row(uint32_t type, const float *f, void *dst, int64_t n) {
+    if (type == ST_TYPE_F32) {
+        memcpy(dst, f, (size_t)n * 4);
+        return 0;
+    }
+    if (type == ST_TYPE_F16) {
+        st_fp16 *h = dst;
+        for (int64_t i = 0; i < n; i++) h[i] = st_f32_to_fp16(f[i]);
+        return 0;
+    }
+    if (type == ST_TYPE_BF16) {
+        st_bf16 *h = dst;
+        for (int64_t i = 0; i < n; i++) h[i] = st_f32_to_bf16(f[i]);
+        return 0;
+    }
+    return st_quantize_row(type, f, dst, n);
+}
+
+static void progress(gen_ctx *g) {
+    if (!g->progress) return;
+    fprintf(stderr, "\rwriting tensor %lld/%lld, %.2f/%.2f GiB", (long long)g->cur_t, (long long)g->n_t,
+            (double)g->done / 1073741824.0, (double)g->total / 1073741824.0);
+    fflush(stderr);
+}
+
+/* Writes one tensor's data. */
+static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, const float *skew, char *err,
+                        size_t errlen) {
+    const int64_t ne0 = s->ne[0], rows = s->ne[1] * s->ne[2] * s->ne[3];
+    const size_t rs = st_row_size(type, ne0);
+    const st_type_info *ti = st_type_get(type);
+    const uint64_t bytes = (uint64_t)rs * (uint64_t)rows;
+    /* big quantized tensors: rows assembled from a pool of random quantized blocks */
+    const int pooled = ti->is_quantized && bytes > (32ull << 20) && s->role != ST_T_FFN_GATE_INP;
+    if (pooled) {
+        const int64_t bs = ti->block_size, nb = 4096;
+        g->pool = realloc(g->pool, (size_t)nb * (size_t)ti->type_size);
+        float *tmp = malloc((size_t)bs * sizeof *tmp);
+        if (!g->pool || !tmp) {
+            free(tmp);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        float std = row_std(s, NULL, 0);
+        for (int64_t b = 0; b < nb; b++) {
+            fill_uniform(g, tmp, bs, std);
+            st_quantize_row(type, tmp, g->pool + (size_t)b * (size_t)ti->type_size, bs);
+        }
+        free(tmp);
+        g->pool_blocks = nb;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        if (pooled) {
+            const int64_t nblk = ne0 / ti->block_size;
+            for (int64_t b = 0; b < nblk; b++) {
+                uint64_t pick = st_rng_next(&g->rng) % (uint64_t)g->pool_blocks;
+                memcpy(g->q + (size_t)b * (size_t)ti->type_size, g->pool + pick * (uint64_t)ti->type_size,
+                       (size_t)ti->type_size);
+            }
+        } else {
+            if (is_vector(s->role)) {
+                if (s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS)
+                    fill_uniform(g, g->f, ne0, 0.02f);
+                else
+                    for (int64_t i = 0; i < ne0; i++) g->f[i] = 1.0f + (float)(st_rng_uniform(&g->rng) - 0.5) * 0.1f;
+            } else {
+                fill_uniform(g, g->f, ne0, row_std(s, skew, r));
+            }
+            if (encode_row(type, g->f, g->q, ne0)) {
+                snprintf(err, errlen, "cannot encode %s as %s", s->name, st_type_name(type));
+                return -1;
+            }
+        }
+        if (st_gguf_writer_write(g->w, g->q, rs)) {
+            snprintf(err, errlen, "writing %s: %s", s->name, st_gguf_writer_error(g->w));
+            return -1;
+        }
+        g->done += rs;
+        if (g->progress && (r & 4095) == 4095) progress(g);
+    }
+    return 0;
+}
+
+static int set_meta(st_gguf_writer *w, const st_hparams *h) {
+    char k[128];
+    const char *a = st_arch_name(h->arch);
+    int rc = 0;
+#define U32(suffix, v) (snprintf(k, sizeof k, "%s." suffix, a), rc |= st_gguf_writer_set_u32(w, k, (uint32_t)(v)))
+#define F32(suffix, v) (snprintf(k, sizeof k, "%s." suffix, a), rc |= st_gguf_writer_set_f32(w, k, (v)))
+    rc |= st_gguf_writer_set_str(w, "general.architecture", a);
+    snprintf(k, sizeof k, "strata random %s", a);
+    rc |= st_gguf_writer_set_str(w, "general.name", k);
+    U32("block_count", h->n_layer);
+    U32("context_length", h->n_ctx_train);
+    U32("embedding_length", h->n_embd);
+    if (h->n_ff > 0) U32("feed_forward_length", h->n_ff);
+    U32("attention.head_count", h->n_head);
+    U32("attention.head_count_kv", h->n_head_kv);
+    U32("attention.key_length", h->head_dim);
+    U32("attention.value_length", h->head_dim);
+    F32("attention.layer_norm_rms_epsilon", h->rms_eps);
+    U32("rope.dimension_count", h->n_rot);
+    F32("rope.freq_base", h->rope_freq_base);
+    if (h->n_expert > 0) {
+        U32("expert_count", h->n_expert);
+        U32("expert_used_count", h->n_expert_used);
+        U32("expert_feed_forward_length", h->n_ff_exp);
+        if (h->n_ff_shexp > 0) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
+    }
+#undef U32
+#undef F32
+    return rc;
+}
+
+int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t errlen) {
+    st_gen_params p = *pin;
+    st_hparams *h = &p.hp;
+    if (h->head_dim <= 0 && h->n_head > 0) h->head_dim = h->n_embd / h->n_head;
+    h->head_dim_v = h->head_dim;
+    if (h->n_rot <= 0 || h->n_rot > h->head_dim) h->n_rot = h->head_dim;
+    if (h->n_head_kv <= 0) h->n_head_kv = h->n_head;
+    if (h->n_layer <= 0 || h->n_embd <= 0 || h->n_head <= 0 || h->head_dim <= 0 || h->head_dim % 2 ||
+        h->n_head % h->n_head_kv) {
+        snprintf(err, errlen, "invalid shape: layers %d, embd %d, heads %d/%d, head dim %d", h->n_layer,
+                 h->n_embd, h->n_head, h->n_head_kv, h->head_dim);
+        return -1;
+    }
+    if (st_arch_is_moe_family(h->arch) && h->n_expert <= 0) {
+        snprintf(err, errlen, "%s needs --experts > 0", st_arch_name(h->arch));
+        return -1;
+    }
+    if (h->n_expert > 0 && (h->n_expert_used <= 0 || h->n_expert_used > h->n_expert || h->n_ff_exp <= 0)) {
+        snprintf(err, errlen, "invalid experts: %d, %d used, ff %d", h->n_expert, h->n_expert_used, h->n_ff_exp);
+        return -1;
+    }
+    if (h->n_expert == 0 && h->n_ff <= 0) {
+        snprintf(err, errlen, "a dense model needs --ff > 0");
+        return -1;
+    }
+    if (h->arch == ST_ARCH_QWEN2MOE && h->n_ff_shexp <= 0) h->n_ff_shexp = h->n_ff_exp * 4;
+    if (h->arch == ST_ARCH_LLAMA && h->n_expert > 0) h->n_ff = h->n_ff_exp; /* Mixtral: one ff key */
+    if (!st_type_get(p.wtype)) {
+        snprintf(err, errlen, "unknown weight type %u", p.wtype);
+        return -1;
+    }
+    st_gguf_writer *w = st_gguf_writer_new();
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    gen_ctx g;
+    memset(&g, 0, sizeof g);
+    g.w = w;
+    g.progress = p.progress && isatty(2);
+    st_rng_seed(&g.rng, p.seed);
+    st_tensor_spec *specs = NULL;
+    float *skew = NULL;
+    int rc = -1;
+    int32_t nv = 0;
+    if (p.vocab_from ? st_gen_vocab_copy(w, p.vocab_from, &nv, err, errlen) : st_gen_vocab_builtin(w, &nv)) {
+        if (!p.vocab_from) snprintf(err, errlen, "building the vocabulary: %s", st_gguf_writer_error(w));
+        goto done;
+    }
+    h->n_vocab = nv;
+    st_arch_apply_family_rules(h);
+    if (set_meta(w, h)) {
+        snprintf(err, errlen, "metadata: %s", st_gguf_writer_error(w));
+        goto done;
+    }
+    int64_t n = st_arch_tensor_specs(h, NULL, 0);
+    specs = calloc((size_t)n, sizeof *specs);
+    if (!specs) goto oom;
+    st_arch_tensor_specs(h, specs, n);
+    int64_t max_row = 0;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        st_tensor_spec *s = &specs[i];
+        int bias = s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS;
+        if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias)) continue;
+        uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(p.wtype, s->ne[0]);
+        if (st_gguf_writer_add_tensor(w, s->name, type, (uint32_t)s->n_dims, s->ne)) {
+            snprintf(err, errlen, "declaring %s: %s", s->name, st_gguf_writer_error(w));
+            goto done;
+        }
+        s->required = (int32_t)type + 1; /* remember the type (kept tensors only) */
+        specs[kept++] = *s;
+        g.total += st_gguf_writer_tensor_nbytes(w, kept - 1);
+        if (s->ne[0] > max_row) max_row = s->ne[0];
+    }
+    g.f = malloc((size_t)max_row * sizeof *g.f);
+    g.q = malloc((size_t)max_row * 4 + 64);
+    if (h->n_expert > 0) skew = malloc((size_t)h->n_expert * sizeof *skew);
+    if (!g.f || !g.q || (h->n_expert > 0 && !skew)) goto oom;
+    if (st_gguf_writer_begin(w, path)) {
+        snprintf(err, errlen, "%s", st_gguf_writer_error(w));
+        goto done;
+    }
+    for (int64_t i = 0; i < kept; i++) {
+        const st_tensor_spec *s = &specs[i];
+        if (s->role == ST_T_FFN_GATE_INP) {
+            /* per layer: experts get the scales (1 + rank)^(-skew/2) for a random ranking;
+             * rows with larger scales win the top-k more often */
+            for (int32_t e = 0; e < h->n_expert; e++) skew[e] = (float)e;
+            for (int32_t e = h->n_expert - 1; e > 0; e--) {
+                int32_t j = (int32_t)(st_rng_next(&g.rng) % (uint64_t)(e + 1));
+                float t = skew[e];
+                skew[e] = skew[j];
+                skew[j] = t;
+            }
+            for (int32_t e = 0; e < h->n_expert; e++) skew[e] = powf(1.0f + skew[e], -0.5f * p.router_skew);
+        }
+        g.cur_t = i + 1;
+        g.n_t = kept;
+        if (write_tensor(&g, s, (uint32_t)(s->required - 1), s->role == ST_T_FFN_GATE_INP ? skew : NULL, err,
+                         errlen))
+            goto done;
+        progress(&g);
+    }
+    if (st_gguf_writer_finish(w)) {
+        snprintf(err, errlen, "%s", st_gguf_writer_error(w));
+        goto done;
+    }
+    if (g.progress) fprintf(stderr, "\n");
+    rc = 0;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory");
+done:
+    st_gguf_writer_free(w);
+    free(specs);
+    free(skew);
+    free(g.f);
+    free(g.q);
+    free(g.pool);
+    return rc;
+}

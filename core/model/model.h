@@ -1,0 +1,96 @@
+/* The model on one device: weights placed there (uploaded, or used in place from the mapped
+ * file when the device has ST_CAP_UNIFIED), a KV cache, work buffers, and the forward recipe
+ * of every supported family, run ONLY through the backend's op table so every backend
+ * serves it. Activations are F32.
+ *
+ * A forward takes a batch of (token, position, sequence) and computes logits for the rows
+ * the batch selects; the logits stay on the device until read (all of them, or the
+ * device-side argmax / top-k). Not thread-safe: one caller at a time per st_model. */
+#ifndef STRATA_MODEL_H
+#define STRATA_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/arch.h"
+#include "kv/kv.h"
+#include "strata/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct st_model_params {
+    uint32_t kv_type;    /* ST_TYPE_F16 (default), ST_TYPE_F32 or ST_TYPE_Q8_0 */
+    int32_t n_ctx;       /* positions per sequence (0 = min(training context, 4096)) */
+    int32_t n_seq;       /* sequences the KV cache holds (default 1) */
+    int32_t n_batch;     /* most tokens in one forward (default 512) */
+    int32_t n_out_max;   /* most logit rows in one forward (0 = n_seq) */
+    int32_t topk_max;    /* largest k for st_model_topk (default 256) */
+    int32_t no_in_place; /* nonzero: copy weights even when the device can read host memory */
+} st_model_params;
+
+/* Fills the defaults above. */
+void st_model_params_default(st_model_params *p);
+
+/* One batch for st_model_forward. Arrays are host memory, borrowed for the call. */
+typedef struct st_batch {
+    int32_t n;              /* tokens, 1..n_batch */
+    const int32_t *token;   /* [n] token ids */
+    const int32_t *pos;     /* [n] positions; a sequence's positions must follow its cache */
+    const int32_t *seq;     /* [n] sequence ids (NULL = all 0) */
+    const int8_t *logits;   /* [n] nonzero = compute this row's logits (NULL = last only) */
+} st_batch;
+
+typedef struct st_model st_model;
+
+/* Places `desc`'s weights on device `dev` (index `dev_index` of `api`'s module, already
+ * opened by the caller, who closes it after st_model_free), creates a stream, the KV cache
+ * and work buffers. Checks first that the module has every op the recipe needs for the
+ * model's weight types. Returns NULL with a message in err (naming the op/type, tensor or
+ * allocation and the backend's error text). `desc` and its st_gguf must outlive the model. */
+st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
+                        uint32_t dev_index, const st_model_params *p, char *err, size_t errlen);
+/* Releases everything the model allocated on the device and the handle. NULL is ok. */
+void st_model_free(st_model *m);
+
+/* The description, resolved parameters, KV cache (owned by the model) and device facts. */
+const st_model_desc *st_model_desc_of(const st_model *m);
+const st_model_params *st_model_params_of(const st_model *m);
+st_kv *st_model_kv(st_model *m);
+/* Nonzero when the weights are read in place from the mapped file (no copy). */
+int st_model_weights_in_place(const st_model *m);
+/* Bytes of weights copied to the device (0 when in place). */
+uint64_t st_model_weight_bytes_uploaded(const st_model *m);
+
+/* Runs one forward over `b`: writes the batch's K/V into the cache and computes the logits of
+ * the selected rows. Returns 0, or -1 with a message in err (the op, layer and backend text,
+ * or why the batch was refused: too many tokens, KV cache full, a position gap). */
+int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen);
+/* Rows of logits the last forward produced. */
+int32_t st_model_n_out(const st_model *m);
+/* Copies the last forward's logits [n_out][n_vocab] (F32) to dst. 0 or -1 with err. */
+int st_model_logits(st_model *m, float *dst, char *err, size_t errlen);
+/* Device-side argmax of each logits row: ids[n_out]. 0 or -1 with err. */
+int st_model_argmax(st_model *m, int32_t *ids, char *err, size_t errlen);
+/* Device-side top-k of each row (k <= topk_max): ids/vals [n_out][k], descending. */
+int st_model_topk(st_model *m, int32_t k, int32_t *ids, float *vals, char *err, size_t errlen);
+
+/* Convenience: evaluates tokens[0..n) of `seq` at positions pos0.. in chunks of n_batch.
+ * With all_logits, writes [n][n_vocab] logits into out (needs n_out_max >= n_batch);
+ * otherwise the last token's logits stay on the device (read them with st_model_logits /
+ * st_model_argmax / st_model_topk) and `out` may be NULL. 0 or -1 with err. */
+int st_model_eval(st_model *m, int32_t seq, const int32_t *tokens, int32_t n, int32_t pos0,
+                  int all_logits, float *out, char *err, size_t errlen);
+
+/* Expert-use counting (off by default): when on, every forward reads the router's choices
+ * back (one sync per MoE layer) and counts them. counts is [n_layer][n_expert], owned by the
+ * model, NULL for dense models. */
+void st_model_count_experts(st_model *m, int on);
+const uint64_t *st_model_expert_counts(const st_model *m);
+void st_model_expert_counts_reset(st_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

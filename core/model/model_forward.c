@@ -1,0 +1,463 @@
+/* The forward recipe: embedding, per layer (norm, QKV, Q/K norm, rope, KV write, attention,
+ * output, norm, dense FFN or router + experts + shared expert), final norm, output rows,
+ * logits. Only backend ops touch device memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "quant/quant.h"
+
+/* Calls an op and turns a failure into "layer L: OP: backend text". */
+#define RUN(opfield, args, what)                                                               \
+    do {                                                                                       \
+        (args).size = sizeof(args);                                                            \
+        st_status s_ = m->ops->opfield(m->stream, &(args));                                    \
+        if (s_ != ST_OK) {                                                                     \
+            snprintf(err, errlen, "%s%s: %s failed: %s", layer_txt, what, #opfield,            \
+                     m->api->last_error());                                                    \
+            return -1;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+static st_tensor none(void) {
+    st_tensor t;
+    memset(&t, 0, sizeof t);
+    return t;
+}
+
+static st_tensor f32(float *p, int64_t ne0, int64_t ne1) { return st_model_view2(p, ST_TYPE_F32, ne0, ne1); }
+static st_tensor f32_3(float *p, int64_t ne0, int64_t ne1, int64_t ne2) {
+    return st_model_view3(p, ST_TYPE_F32, ne0, ne1, ne2);
+}
+
+/* out = rmsnorm(x (+ residual -> residual)) * weight */
+static int norm(st_model *m, float *x, float *residual, const st_tensor *weight, float *out, int64_t rows,
+                int64_t cols, const char *layer_txt, char *err, size_t errlen) {
+    st_rms_norm_args a;
+    memset(&a, 0, sizeof a);
+    a.eps = m->hp.rms_eps;
+    a.x = f32(x, cols, rows);
+    a.residual = residual ? f32(residual, cols, rows) : none();
+    a.sum_out = residual ? f32(residual, cols, rows) : none();
+    a.weight = weight ? *weight : none();
+    a.out = f32(out, cols, rows);
+    RUN(rms_norm, a, "norm");
+    return 0;
+}
+
+static int matmul(st_model *m, const st_tensor *w, float *x, float *out, int64_t n, const char *layer_txt,
+                  const char *what, char *err, size_t errlen) {
+    st_matmul_args a;
+    memset(&a, 0, sizeof a);
+    a.w = *w;
+    a.x = f32(x, w->ne[0], n);
+    a.out = f32(out, w->ne[1], n);
+    RUN(matmul, a, what);
+    return 0;
+}
+
+static int add_bias(st_model *m, const st_tensor *b, float *x, int64_t n, const char *layer_txt, char *err,
+                    size_t errlen) {
+    if (!b->data) return 0;
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.a = f32(x, b->ne[0], n);
+    a.b = f32(b->data, b->ne[0], 1);
+    a.out = a.a;
+    RUN(add, a, "bias");
+    return 0;
+}
+
+static int ffn_dense(st_model *m, const st_tensor *gate, const st_tensor *up, const st_tensor *down, float *in,
+                     float *out, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    st_work *w = &m->w;
+    const int64_t F = gate->ne[1];
+    if (matmul(m, gate, in, w->fg, n, layer_txt, "ffn_gate", err, errlen)) return -1;
+    if (matmul(m, up, in, w->fu, n, layer_txt, "ffn_up", err, errlen)) return -1;
+    st_swiglu_args s;
+    memset(&s, 0, sizeof s);
+    s.gate = f32(w->fg, F, n);
+    s.up = f32(w->fu, F, n);
+    s.out = s.gate;
+    RUN(swiglu, s, "ffn");
+    return matmul(m, down, w->fg, out, n, layer_txt, "ffn_down", err, errlen);
+}
+
+static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errlen) {
+    const int64_t A = n * m->hp.n_expert_used;
+    st_status s = m->api->copy_d2h(m->stream, m->rids_host, m->w.rids, (uint64_t)A * sizeof(int32_t));
+    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "layer %d: reading router choices: %s", il, m->api->last_error());
+        return -1;
+    }
+    uint64_t *c = m->expert_counts + (size_t)il * (size_t)m->hp.n_expert;
+    for (int64_t a = 0; a < A; a++)
+        if (m->rids_host[a] >= 0 && m->rids_host[a] < m->hp.n_expert) c[m->rids_host[a]]++;
+    return 0;
+}
+
+/* Routed experts (+ shared expert) of layer il: cur -> tmp. */
+static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t k = hp->n_expert_used, A = n * k, E = hp->n_embd, Fe = hp->n_ff_exp;
+
+    if (matmul(m, &L->t[ST_T_FFN_GATE_INP], w->cur, w->rlog, n, layer_txt, "ffn_gate_inp", err, errlen))
+        return -1;
+    st_router_args r;
+    memset(&r, 0, sizeof r);
+    r.gating = (uint32_t)hp->expert_gating;
+    r.logits = f32(w->rlog, hp->n_expert, n);
+    r.k = (int32_t)k;
+    r.normalize = hp->expert_weights_norm;
+    r.weight_scale = hp->expert_weights_scale;
+    r.ids = w->rids;
+    r.weights = w->rw;
+    RUN(router, r, "router");
+    if (m->count_experts && count_experts(m, il, n, err, errlen)) return -1;
+
+    st_moe_matmul_args g;
+    memset(&g, 0, sizeof g);
+    g.n_assign = (int32_t)A;
+    g.w = L->t[ST_T_FFN_GATE_EXPS];
+    g.x = f32(w->cur, E, n);
+    g.out = f32(w->eg, Fe, A);
+    g.slot_table = w->slots;
+    g.expert = w->rids;
+    g.x_row = w->xrow;
+    RUN(moe_matmul, g, "ffn_gate_exps");
+    g.w = L->t[ST_T_FFN_UP_EXPS];
+    g.out = f32(w->eu, Fe, A);
+    RUN(moe_matmul, g, "ffn_up_exps");
+    st_swiglu_args s;
+    memset(&s, 0, sizeof s);
+    s.gate = f32(w->eg, Fe, A);
+    s.up = f32(w->eu, Fe, A);
+    s.out = s.gate;
+    RUN(swiglu, s, "experts");
+    g.w = L->t[ST_T_FFN_DOWN_EXPS];
+    g.x = f32(w->eg, Fe, A);
+    g.out = f32(w->ed, E, A);
+    g.x_row = w->ident;
+    RUN(moe_matmul, g, "ffn_down_exps");
+
+    int accumulate = 0;
+    if (L->t[ST_T_FFN_GATE_INP_SHEXP].data) {
+        /* shared expert: tmp = ffn_shexp(cur) * sigmoid(gate_inp_shexp . cur) */
+        if (ffn_dense(m, &L->t[ST_T_FFN_GATE_SHEXP], &L->t[ST_T_FFN_UP_SHEXP], &L->t[ST_T_FFN_DOWN_SHEXP],
+                      w->cur, w->tmp, n, layer_txt, err, errlen))
+            return -1;
+        if (matmul(m, &L->t[ST_T_FFN_GATE_INP_SHEXP], w->cur, w->sg, n, layer_txt, "ffn_gate_inp_shexp",
+                   err, errlen))
+            return -1;
+        st_binary_args b;
+        memset(&b, 0, sizeof b);
+        b.a = f32(w->tmp, E, n);
+        b.b = f32(w->sg, n, 1);
+        b.out = b.a;
+        b.sigmoid = 1;
+        RUN(mul_rows, b, "shared expert gate");
+        accumulate = 1;
+    }
+    st_moe_combine_args c;
+    memset(&c, 0, sizeof c);
+    c.k = (int32_t)k;
+    c.rows = f32(w->ed, E, A);
+    c.out = f32(w->tmp, E, n);
+    c.row_of = w->ident;
+    c.weights = w->rw;
+    c.accumulate = accumulate;
+    RUN(moe_combine, c, "experts");
+    return 0;
+}
+
+static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t H = hp->n_head, Hk = hp->n_head_kv, D = hp->head_dim;
+    const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
+    int32_t *d_pos = w->inp + N, *d_seq = w->inp + 2 * N, *d_kvlen = w->inp + 3 * N, *d_cell = w->inp + 4 * N;
+
+    if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1;
+    if (matmul(m, &L->t[ST_T_ATTN_K], w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1;
+    if (matmul(m, &L->t[ST_T_ATTN_V], w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1;
+    if (add_bias(m, &L->t[ST_T_ATTN_Q_BIAS], w->q, n, layer_txt, err, errlen)) return -1;
+    if (add_bias(m, &L->t[ST_T_ATTN_K_BIAS], w->k, n, layer_txt, err, errlen)) return -1;
+    if (add_bias(m, &L->t[ST_T_ATTN_V_BIAS], w->v, n, layer_txt, err, errlen)) return -1;
+    if (hp->qk_norm == ST_QK_NORM_HEAD) {
+        if (norm(m, w->q, NULL, &L->t[ST_T_ATTN_Q_NORM], w->q, n * H, D, layer_txt, err, errlen)) return -1;
+        if (norm(m, w->k, NULL, &L->t[ST_T_ATTN_K_NORM], w->k, n * Hk, D, layer_txt, err, errlen)) return -1;
+    } else if (hp->qk_norm == ST_QK_NORM_FULL) {
+        if (norm(m, w->q, NULL, &L->t[ST_T_ATTN_Q_NORM], w->q, n, H * D, layer_txt, err, errlen)) return -1;
+        if (norm(m, w->k, NULL, &L->t[ST_T_ATTN_K_NORM], w->k, n, Hk * D, layer_txt, err, errlen)) return -1;
+    }
+    st_rope_args r;
+    memset(&r, 0, sizeof r);
+    r.mode = (uint32_t)hp->rope_mode;
+    r.pos = d_pos;
+    r.n_rot = hp->n_rot;
+    r.n_ctx_orig = hp->n_ctx_orig;
+    r.freq_base = hp->rope_freq_base;
+    r.freq_scale = hp->rope_freq_scale;
+    r.ext_factor = hp->yarn_ext_factor;
+    r.attn_factor = hp->yarn_attn_factor;
+    r.beta_fast = hp->yarn_beta_fast;
+    r.beta_slow = hp->yarn_beta_slow;
+    r.x = f32_3(w->q, D, H, n);
+    r.out = r.x;
+    RUN(rope, r, "rope q");
+    r.x = f32_3(w->k, D, Hk, n);
+    r.out = r.x;
+    RUN(rope, r, "rope k");
+
+    st_kv_write_args kw;
+    memset(&kw, 0, sizeof kw);
+    kw.k = f32_3(w->k, D, Hk, n);
+    kw.v = f32_3(w->v, D, Hk, n);
+    kw.k_cache = st_kv_k(m->kv, il);
+    kw.v_cache = st_kv_v(m->kv, il);
+    kw.cells = d_cell;
+    RUN(kv_write, kw, "kv");
+
+    st_attention_args at;
+    memset(&at, 0, sizeof at);
+    at.scale = hp->attn_scale;
+    at.q = f32_3(w->q, D, H, n);
+    at.k_cache = kw.k_cache;
+    at.v_cache = kw.v_cache;
+    at.out = f32_3(w->att, D, H, n);
+    at.seq = d_seq;
+    at.kv_len = d_kvlen;
+    at.cell_table = st_kv_table_dev(m->kv);
+    at.max_pos = st_kv_params_of(m->kv)->n_ctx;
+    RUN(attention, at, "attention");
+    return matmul(m, &L->t[ST_T_ATTN_OUT], w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
+}
+
+/* Host side of a batch: cells, causal lengths, output rows; one upload. */
+static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, size_t errlen) {
+    const int64_t N = m->p.n_batch;
+    int32_t *h = m->w.inp_host;
+    int32_t *tok = h, *pos = h + N, *seq = h + 2 * N, *kvlen = h + 3 * N, *cell = h + 4 * N, *out = h + 5 * N;
+    int32_t no = 0;
+    for (int32_t i = 0; i < b->n; i++) {
+        int32_t t = b->token[i], p = b->pos[i], s = b->seq ? b->seq[i] : 0;
+        if (t < 0 || t >= m->hp.n_vocab) {
+            snprintf(err, errlen, "token %d at batch row %d is outside the vocabulary (%d)", t, i, m->hp.n_vocab);
+            return -1;
+        }
+        if (s < 0 || s >= m->p.n_seq) {
+            snprintf(err, errlen, "sequence %d at batch row %d: the cache holds %d sequence(s)", s, i, m->p.n_seq);
+            return -1;
+        }
+        if (p < 0 || p >= m->p.n_ctx) {
+            snprintf(err, errlen, "position %d at batch row %d is outside the context (%d)", p, i, m->p.n_ctx);
+            return -1;
+        }
+        int32_t len = st_kv_seq_len(m->kv, s);
+        if (p > len) {
+            snprintf(err, errlen, "position %d of sequence %d leaves a gap (the cache holds %d positions)", p, s,
+                     len);
+            return -1;
+        }
+        int32_t c = st_kv_cell(m->kv, s, p);
+        if (c < 0) {
+            snprintf(err, errlen, "KV cache full: no free cell for sequence %d position %d", s, p);
+            return -1;
+        }
+        tok[i] = t;
+        pos[i] = p;
+        seq[i] = s;
+        kvlen[i] = p + 1;
+        cell[i] = c;
+        int want = b->logits ? b->logits[i] != 0 : i == b->n - 1;
+        if (want) {
+            if (no >= m->p.n_out_max) {
+                snprintf(err, errlen, "batch asks for more than %d logit rows", m->p.n_out_max);
+                return -1;
+            }
+            out[no++] = i;
+        }
+    }
+    *n_out = no;
+    /* pad unused rows so every device array is defined */
+    st_status s = m->api->copy_h2d(m->stream, m->w.inp, h, (uint64_t)(5 * N + m->p.n_out_max) * sizeof(int32_t));
+    if (s == ST_OK) s = st_kv_sync(m->kv, m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "uploading the batch: %s", m->api->last_error());
+        return -1;
+    }
+    return 0;
+}
+
+int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    st_work *w = &m->w;
+    const char *layer_txt = "";
+    char lt[32];
+    m->n_out = 0;
+    if (!b || b->n <= 0 || b->n > m->p.n_batch) {
+        snprintf(err, errlen, "batch of %d tokens (must be 1..%d)", b ? b->n : 0, m->p.n_batch);
+        return -1;
+    }
+    const int64_t n = b->n, E = hp->n_embd, N = m->p.n_batch;
+    int32_t n_out = 0;
+    if (prepare(m, b, &n_out, err, errlen)) return -1;
+
+    st_get_rows_args g;
+    memset(&g, 0, sizeof g);
+    g.w = m->tok_embd;
+    g.ids = w->inp;
+    g.out = f32(w->x, E, n);
+    RUN(get_rows, g, "token_embd");
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        snprintf(lt, sizeof lt, "layer %d: ", il);
+        layer_txt = lt;
+        const st_layer_w *L = &m->layers[il];
+        /* il == 0: cur = norm(x); else x += tmp (previous block), cur = norm(x) */
+        if (norm(m, il ? w->tmp : w->x, il ? w->x : NULL, &L->t[ST_T_ATTN_NORM], w->cur, n, E, layer_txt, err,
+                 errlen))
+            return -1;
+        if (attention(m, il, n, layer_txt, err, errlen)) return -1;
+        if (norm(m, w->tmp, w->x, &L->t[ST_T_FFN_NORM], w->cur, n, E, layer_txt, err, errlen)) return -1;
+        if (m->desc->layers[il].is_moe) {
+            if (ffn_moe(m, il, n, layer_txt, err, errlen)) return -1;
+        } else if (ffn_dense(m, &L->t[ST_T_FFN_GATE], &L->t[ST_T_FFN_UP], &L->t[ST_T_FFN_DOWN], w->cur, w->tmp, n,
+                             layer_txt, err, errlen)) {
+            return -1;
+        }
+    }
+    layer_txt = "output: ";
+    if (norm(m, w->tmp, w->x, &m->output_norm, w->cur, n, E, layer_txt, err, errlen)) return -1;
+    if (n_out > 0) {
+        memset(&g, 0, sizeof g);
+        g.w = f32(w->cur, E, n);
+        g.ids = w->inp + 5 * N;
+        g.out = f32(w->sel, E, n_out);
+        RUN(get_rows, g, "output rows");
+        if (matmul(m, &m->output, w->sel, w->logits, n_out, layer_txt, "output", err, errlen)) return -1;
+    }
+    m->n_out = n_out;
+    return 0;
+}
+
+int st_model_logits(st_model *m, float *dst, char *err, size_t errlen) {
+    uint64_t bytes = (uint64_t)m->n_out * (uint64_t)m->hp.n_vocab * sizeof(float);
+    st_status s = m->api->copy_d2h(m->stream, dst, m->w.logits, bytes);
+    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "reading logits: %s", m->api->last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int topk_common(st_model *m, int32_t k, int32_t *ids, float *vals, char *err, size_t errlen) {
+    const char *layer_txt = "";
+    const int argmax = k == 1 && !vals;
+    if (k < 1 || k > m->p.topk_max) {
+        snprintf(err, errlen, "top-k of %d (must be 1..%d)", k, m->p.topk_max);
+        return -1;
+    }
+    if (m->n_out == 0) return 0;
+    st_topk_args a;
+    memset(&a, 0, sizeof a);
+    a.k = k;
+    a.x = f32(m->w.logits, m->hp.n_vocab, m->n_out);
+    a.ids = m->w.oid;
+    a.values = vals ? m->w.oval : NULL;
+    if (argmax) {
+        if (!m->ops->argmax) goto host;
+        RUN(argmax, a, "logits");
+    } else {
+        if (!m->ops->topk) goto host;
+        RUN(topk, a, "logits");
+    }
+    uint64_t nb = (uint64_t)m->n_out * (uint64_t)k * sizeof(int32_t);
+    st_status s = m->api->copy_d2h(m->stream, ids, m->w.oid, nb);
+    if (s == ST_OK && vals) s = m->api->copy_d2h(m->stream, vals, m->w.oval, nb);
+    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "reading top-k: %s", m->api->last_error());
+        return -1;
+    }
+    return 0;
+host: {
+    /* the module lacks the op: read the logits and select on the host */
+    const int64_t V = m->hp.n_vocab;
+    float *l = malloc((size_t)m->n_out * (size_t)V * sizeof *l);
+    if (!l) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    if (st_model_logits(m, l, err, errlen)) {
+        free(l);
+        return -1;
+    }
+    for (int32_t r = 0; r < m->n_out; r++) {
+        const float *row = l + (size_t)r * (size_t)V;
+        int32_t *ri = ids + (size_t)r * (size_t)k;
+        float *rv = vals ? vals + (size_t)r * (size_t)k : NULL;
+        int32_t have = 0;
+        for (int64_t j = 0; j < V; j++) { /* insertion into a sorted list of k */
+            float x = row[j];
+            int32_t at = have;
+            while (at > 0 && row[ri[at - 1]] < x) at--;
+            if (at >= k) continue;
+            int32_t last = have < k ? have : k - 1;
+            for (int32_t q = last; q > at; q--) ri[q] = ri[q - 1];
+            ri[at] = (int32_t)j;
+            if (have < k) have++;
+        }
+        if (rv)
+            for (int32_t q = 0; q < k; q++) rv[q] = row[ri[q]];
+    }
+    free(l);
+    return 0;
+}
+}
+
+int st_model_argmax(st_model *m, int32_t *ids, char *err, size_t errlen) {
+    return topk_common(m, 1, ids, NULL, err, errlen);
+}
+
+int st_model_topk(st_model *m, int32_t k, int32_t *ids, float *vals, char *err, size_t errlen) {
+    return topk_common(m, k, ids, vals, err, errlen);
+}
+
+int st_model_eval(st_model *m, int32_t seq, const int32_t *tokens, int32_t n, int32_t pos0, int all_logits,
+                  float *out, char *err, size_t errlen) {
+    const int32_t B = m->p.n_batch;
+    if (all_logits && m->p.n_out_max < B) {
+        snprintf(err, errlen, "all logits need n_out_max >= n_batch (%d < %d)", m->p.n_out_max, B);
+        return -1;
+    }
+    int32_t *pos = malloc((size_t)B * sizeof *pos), *sq = malloc((size_t)B * sizeof *sq);
+    int8_t *want = malloc((size_t)B);
+    int rc = 0;
+    if (!pos || !sq || !want) {
+        snprintf(err, errlen, "out of host memory");
+        rc = -1;
+    }
+    for (int32_t i0 = 0; rc == 0 && i0 < n; i0 += B) {
+        int32_t c = n - i0 < B ? n - i0 : B;
+        for (int32_t i = 0; i < c; i++) {
+            pos[i] = pos0 + i0 + i;
+            sq[i] = seq;
+            want[i] = all_logits ? 1 : (i0 + i == n - 1);
+        }
+        st_batch b = {c, tokens + i0, pos, sq, want};
+        rc = st_model_forward(m, &b, err, errlen);
+        if (rc == 0 && all_logits)
+            rc = st_model_logits(m, out + (size_t)i0 * (size_t)m->hp.n_vocab, err, errlen);
+    }
+    free(pos);
+    free(sq);
+    free(want);
+    return rc;
+}

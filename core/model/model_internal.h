@@ -1,0 +1,82 @@
+/* Private state of st_model shared by the loader and the forward recipe. */
+#ifndef STRATA_MODEL_INTERNAL_H
+#define STRATA_MODEL_INTERNAL_H
+
+#include "model/model.h"
+
+/* Device tensors of one layer, by role (data == NULL when absent). */
+typedef struct st_layer_w {
+    st_tensor t[ST_T_ROLE_COUNT];
+} st_layer_w;
+
+/* Work buffers sized for n_batch tokens and n_out_max logit rows. */
+typedef struct st_work {
+    int32_t *inp;      /* device: tok[n] pos[n] seq[n] kvlen[n] cell[n] out[n_out] */
+    int32_t *inp_host; /* host mirror of inp */
+    float *x;          /* [n][E] residual stream */
+    float *cur;        /* [n][E] normed input of a block */
+    float *tmp;        /* [n][E] block output */
+    float *q;          /* [n][n_head*head_dim] */
+    float *k;          /* [n][n_head_kv*head_dim] */
+    float *v;          /* [n][n_head_kv*head_dim] */
+    float *att;        /* [n][n_head*head_dim] */
+    float *fg;         /* [n][F] F = max(n_ff, n_ff_shexp) */
+    float *fu;         /* [n][F] */
+    /* experts */
+    float *rlog;       /* [n][n_expert] router logits */
+    int32_t *rids;     /* [n][k] chosen experts */
+    float *rw;         /* [n][k] their weights */
+    int32_t *xrow;     /* [n*k] a / k: the activation row of assignment a */
+    int32_t *ident;    /* [n*k] a: identity rows, also row_of [n][k] for MOE_COMBINE */
+    int32_t *slots;    /* [n_expert] identity slot table (every expert resident) */
+    float *eg;         /* [n*k][n_ff_exp] */
+    float *eu;         /* [n*k][n_ff_exp] */
+    float *ed;         /* [n*k][E] */
+    float *sg;         /* [n] shared-expert gate logits */
+    /* output */
+    float *sel;        /* [n_out][E] selected rows */
+    float *logits;     /* [n_out][n_vocab] */
+    int32_t *oid;      /* [n_out][topk_max] */
+    float *oval;       /* [n_out][topk_max] */
+} st_work;
+
+struct st_model {
+    const st_model_desc *desc;
+    st_hparams hp;
+    st_model_params p;
+    const st_backend_api *api;
+    const st_backend_ops *ops;
+    st_device *dev;
+    uint32_t dev_index;
+    st_stream *stream;
+    st_device_props props;
+    int in_place;
+    uint64_t bytes_uploaded;
+    /* weights */
+    st_tensor tok_embd, output_norm, output;
+    st_layer_w *layers;   /* [n_layer] */
+    /* device buffers owned by the model */
+    void **bufs;
+    int32_t n_bufs, cap_bufs;
+    st_kv *kv;
+    st_work w;
+    int32_t n_out;        /* rows of the last forward */
+    /* expert counting */
+    int count_experts;
+    uint64_t *expert_counts; /* [n_layer][n_expert] */
+    int32_t *rids_host;      /* [n][k] */
+};
+
+/* Contiguous view of device memory: [ne1][ne0] (ne2 = ne3 = 1) of `type`. */
+st_tensor st_model_view2(void *data, uint32_t type, int64_t ne0, int64_t ne1);
+/* Contiguous view [ne2][ne1][ne0]. */
+st_tensor st_model_view3(void *data, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2);
+
+/* Allocates `bytes` of device memory owned by the model (freed by st_model_free).
+ * Returns 0, or -1 with err naming `what`. */
+int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, char *err, size_t errlen);
+
+/* Creates the KV cache and the work buffers (model_buffers.c). 0 or -1 with err. */
+int st_model_buffers_create(st_model *m, char *err, size_t errlen);
+
+#endif

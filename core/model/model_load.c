@@ -1,0 +1,289 @@
+/* Model placement: op checks, weights on the device (or in place), ownership of buffers. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "quant/quant.h"
+
+void st_model_params_default(st_model_params *p) {
+    memset(p, 0, sizeof *p);
+    p->kv_type = ST_TYPE_F16;
+    p->n_ctx = 0;
+    p->n_seq = 1;
+    p->n_batch = 512;
+    p->n_out_max = 0;
+    p->topk_max = 256;
+}
+
+static void set_strides(st_tensor *t) {
+    const st_type_info *ti = st_type_get(t->type);
+    t->nb[0] = ti ? ti->type_size : 0;
+    t->nb[1] = (int64_t)st_row_size(t->type, t->ne[0]);
+    t->nb[2] = t->nb[1] * t->ne[1];
+    t->nb[3] = t->nb[2] * t->ne[2];
+}
+
+st_tensor st_model_view3(void *data, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2) {
+    st_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.type = type;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    t.ne[2] = ne2;
+    t.ne[3] = 1;
+    set_strides(&t);
+    return t;
+}
+
+st_tensor st_model_view2(void *data, uint32_t type, int64_t ne0, int64_t ne1) {
+    return st_model_view3(data, type, ne0, ne1, 1);
+}
+
+int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, char *err, size_t errlen) {
+    *out = NULL;
+    if (m->n_bufs == m->cap_bufs) {
+        int32_t cap = m->cap_bufs ? m->cap_bufs * 2 : 64;
+        void **nb = realloc(m->bufs, (size_t)cap * sizeof *nb);
+        if (!nb) {
+            snprintf(err, errlen, "out of host memory tracking device buffers");
+            return -1;
+        }
+        m->bufs = nb;
+        m->cap_bufs = cap;
+    }
+    if (bytes == 0) bytes = 64;
+    st_status s = m->api->mem_alloc(m->dev, bytes, out);
+    if (s != ST_OK || !*out) {
+        snprintf(err, errlen, "allocating %.2f MiB for %s on %s failed: %s", (double)bytes / 1048576.0,
+                 what, m->props.name, m->api->last_error());
+        *out = NULL;
+        return -1;
+    }
+    m->bufs[m->n_bufs++] = *out;
+    return 0;
+}
+
+/* Is slot `op` of the ops table present (honouring the table's size)? */
+static int has_op(const st_backend_ops *ops, uint32_t op) {
+    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
+    if (ops->size < off + sizeof(void *)) return 0;
+    void *slot;
+    memcpy(&slot, (const char *)ops + off, sizeof slot);
+    return slot != NULL;
+}
+
+static const char *op_name(uint32_t op) {
+    static const char *const n[ST_OP_COUNT] = {"GET_ROWS", "RMS_NORM", "MATMUL", "ROPE", "KV_WRITE",
+                                               "ATTENTION", "SWIGLU", "ROUTER", "MOE_MATMUL",
+                                               "MOE_COMBINE", "ADD", "SCALE", "CONVERT", "MUL_ROWS",
+                                               "ARGMAX", "TOPK"};
+    return op < ST_OP_COUNT ? n[op] : "?";
+}
+
+static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
+    if (!has_op(m->ops, op)) {
+        snprintf(err, errlen, "backend '%s' (%s) has no %s op, needed for %s", m->api->name,
+                 m->props.name, op_name(op), what);
+        return -1;
+    }
+    if (!m->api->op_supported(m->dev_index, op, type)) {
+        snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->api->name,
+                 m->props.name, op_name(op), st_type_name(type), what);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_ops(st_model *m, char *err, size_t errlen) {
+    const st_model_desc *d = m->desc;
+    const st_hparams *hp = &m->hp;
+    if (need_op(m, ST_OP_GET_ROWS, d->token_embd->type, "token_embd", err, errlen)) return -1;
+    if (need_op(m, ST_OP_GET_ROWS, ST_TYPE_F32, "output rows", err, errlen)) return -1;
+    if (need_op(m, ST_OP_RMS_NORM, ST_TYPE_F32, "norms", err, errlen)) return -1;
+    if (need_op(m, ST_OP_ROPE, ST_TYPE_F32, "rope", err, errlen)) return -1;
+    if (need_op(m, ST_OP_KV_WRITE, m->p.kv_type, "the KV cache", err, errlen)) return -1;
+    if (need_op(m, ST_OP_ATTENTION, m->p.kv_type, "attention", err, errlen)) return -1;
+    if (need_op(m, ST_OP_SWIGLU, ST_TYPE_F32, "the FFN", err, errlen)) return -1;
+    if (need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const st_layer_desc *L = &d->layers[l];
+        for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
+            const st_gguf_tensor *t = L->t[r];
+            if (!t) continue;
+            switch (r) {
+            case ST_T_ATTN_Q: case ST_T_ATTN_K: case ST_T_ATTN_V: case ST_T_ATTN_OUT:
+            case ST_T_FFN_GATE: case ST_T_FFN_UP: case ST_T_FFN_DOWN: case ST_T_FFN_GATE_INP:
+            case ST_T_FFN_GATE_INP_SHEXP: case ST_T_FFN_GATE_SHEXP: case ST_T_FFN_UP_SHEXP:
+            case ST_T_FFN_DOWN_SHEXP:
+                if (need_op(m, ST_OP_MATMUL, t->type, t->name, err, errlen)) return -1;
+                break;
+            case ST_T_FFN_GATE_EXPS: case ST_T_FFN_UP_EXPS: case ST_T_FFN_DOWN_EXPS:
+                if (need_op(m, ST_OP_MOE_MATMUL, t->type, t->name, err, errlen)) return -1;
+                break;
+            case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
+                if (need_op(m, ST_OP_ADD, ST_TYPE_F32, t->name, err, errlen)) return -1;
+                break;
+            default: break;
+            }
+        }
+        if (L->is_moe) {
+            if (need_op(m, ST_OP_ROUTER, ST_TYPE_F32, "the router", err, errlen)) return -1;
+            if (need_op(m, ST_OP_MOE_COMBINE, ST_TYPE_F32, "experts", err, errlen)) return -1;
+            if (L->t[ST_T_FFN_GATE_INP_SHEXP] &&
+                need_op(m, ST_OP_MUL_ROWS, ST_TYPE_F32, "the shared expert", err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int is_vector_role(int r) {
+    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
+           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
+}
+
+/* Places one tensor: in place, converted to F32 (vectors), or copied. */
+static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out, char *err, size_t errlen) {
+    *out = st_model_view3(NULL, g->type, g->ne[0], g->ne[1], g->ne[2]);
+    if (is_vector_role(role) && g->type != ST_TYPE_F32) {
+        int64_t n = g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3];
+        float *buf = malloc((size_t)n * sizeof *buf);
+        if (!buf) {
+            snprintf(err, errlen, "out of host memory converting %s", g->name);
+            return -1;
+        }
+        st_dequantize_row(g->type, g->data, buf, n);
+        *out = st_model_view3(NULL, ST_TYPE_F32, g->ne[0], g->ne[1], g->ne[2]);
+        st_status s = ST_OK;
+        if (st_model_alloc(m, (uint64_t)n * 4, &out->data, g->name, err, errlen)) s = ST_OOM;
+        else if ((s = m->api->copy_h2d(m->stream, out->data, buf, (uint64_t)n * 4)) == ST_OK)
+            s = m->api->stream_sync(m->stream); /* buf is borrowed until the copy ends */
+        free(buf);
+        if (s != ST_OK) {
+            if (s != ST_OOM)
+                snprintf(err, errlen, "uploading %s: %s", g->name, m->api->last_error());
+            return -1;
+        }
+        m->bytes_uploaded += (uint64_t)n * 4;
+        return 0;
+    }
+    if (m->in_place) {
+        out->data = (void *)(uintptr_t)g->data; /* read-only mapping: ops never write weights */
+        return 0;
+    }
+    if (st_model_alloc(m, g->nbytes, &out->data, g->name, err, errlen)) return -1;
+    st_status s = m->api->copy_h2d(m->stream, out->data, g->data, g->nbytes);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "uploading %s (%.1f MiB): %s", g->name, (double)g->nbytes / 1048576.0,
+                 m->api->last_error());
+        return -1;
+    }
+    m->bytes_uploaded += g->nbytes;
+    return 0;
+}
+
+static int place_weights(st_model *m, char *err, size_t errlen) {
+    const st_model_desc *d = m->desc;
+    if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
+    if (place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
+    if (d->output == d->token_embd) m->output = m->tok_embd;
+    else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
+            const st_gguf_tensor *g = d->layers[l].t[r];
+            if (!g) continue;
+            if (place(m, g, r, &m->layers[l].t[r], err, errlen)) return -1;
+        }
+    }
+    st_status s = m->api->stream_sync(m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "uploading weights: %s", m->api->last_error());
+        return -1;
+    }
+    return 0;
+}
+
+st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
+                        uint32_t dev_index, const st_model_params *pin, char *err, size_t errlen) {
+    st_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    m->desc = desc;
+    m->hp = desc->hp;
+    st_model_params_default(&m->p);
+    if (pin) m->p = *pin;
+    if (m->p.n_seq <= 0) m->p.n_seq = 1;
+    if (m->p.n_batch <= 0) m->p.n_batch = 512;
+    if (m->p.n_ctx <= 0) m->p.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (m->p.n_ctx <= 0) m->p.n_ctx = 4096;
+    if (m->p.n_out_max <= 0) m->p.n_out_max = m->p.n_seq;
+    if (m->p.n_out_max > m->p.n_batch) m->p.n_out_max = m->p.n_batch;
+    if (m->p.topk_max <= 0) m->p.topk_max = 256;
+    if (m->p.topk_max > m->hp.n_vocab) m->p.topk_max = m->hp.n_vocab;
+    m->api = api;
+    m->ops = api->ops;
+    m->dev = dev;
+    m->dev_index = dev_index;
+    m->props.size = sizeof m->props;
+    if (api->device_props(dev_index, &m->props) != ST_OK) {
+        snprintf(err, errlen, "backend '%s': device %u properties: %s", api->name, dev_index, api->last_error());
+        free(m);
+        return NULL;
+    }
+    m->in_place = (m->props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        snprintf(err, errlen, "out of host memory");
+        free(m);
+        return NULL;
+    }
+    if (check_ops(m, err, errlen)) {
+        free(m->layers);
+        free(m);
+        return NULL;
+    }
+    if (api->stream_create(dev, &m->stream) != ST_OK) {
+        snprintf(err, errlen, "creating a stream on %s: %s", m->props.name, api->last_error());
+        free(m->layers);
+        free(m);
+        return NULL;
+    }
+    if (place_weights(m, err, errlen) || st_model_buffers_create(m, err, errlen)) {
+        st_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void st_model_free(st_model *m) {
+    if (!m) return;
+    if (m->stream) m->api->stream_sync(m->stream);
+    st_kv_free(m->kv);
+    for (int32_t i = m->n_bufs - 1; i >= 0; i--) m->api->mem_free(m->dev, m->bufs[i]);
+    if (m->stream) m->api->stream_destroy(m->stream);
+    free(m->bufs);
+    free(m->layers);
+    free(m->w.inp_host);
+    free(m->expert_counts);
+    free(m->rids_host);
+    free(m);
+}
+
+const st_model_desc *st_model_desc_of(const st_model *m) { return m->desc; }
+const st_model_params *st_model_params_of(const st_model *m) { return &m->p; }
+st_kv *st_model_kv(st_model *m) { return m->kv; }
+int st_model_weights_in_place(const st_model *m) { return m->in_place; }
+uint64_t st_model_weight_bytes_uploaded(const st_model *m) { return m->bytes_uploaded; }
+int32_t st_model_n_out(const st_model *m) { return m->n_out; }
+
+void st_model_count_experts(st_model *m, int on) { m->count_experts = on && m->expert_counts != NULL; }
+const uint64_t *st_model_expert_counts(const st_model *m) { return m->expert_counts; }
+void st_model_expert_counts_reset(st_model *m) {
+    if (m->expert_counts)
+        memset(m->expert_counts, 0, (size_t)m->hp.n_layer * (size_t)m->hp.n_expert * sizeof *m->expert_counts);
+}

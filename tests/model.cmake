@@ -1,0 +1,12 @@
+# Tests of core/arch, core/kv, core/model: refusals, the forward recipe of every family on the
+# scalar reference, reference vs backend modules, and the real stories260K model.
+if(TARGET st_model AND TARGET st_ref)
+  add_library(st_model_testutil STATIC ${CMAKE_CURRENT_SOURCE_DIR}/model/host_ref.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/model/model_util.c)
+  target_link_libraries(st_model_testutil PUBLIC st_model st_ref)
+  target_include_directories(st_model_testutil PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/model)
+
+  add_executable(test_model_ref ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_ref.c)
+  target_link_libraries(test_model_ref PRIVATE st_model_testutil)
+  add_test(NAME model.forward_ref COMMAND test_model_ref)
+endif()

@@ -1,0 +1,46 @@
+/* Helpers shared by the model tests. */
+#ifndef STRATA_TEST_MODEL_UTIL_H
+#define STRATA_TEST_MODEL_UTIL_H
+
+#include <stdio.h>
+
+#include "arch/arch.h"
+#include "gguf/gguf.h"
+#include "model/gen.h"
+#include "model/model.h"
+
+extern int g_fail;
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
+            fprintf(stderr, __VA_ARGS__);                             \
+            fprintf(stderr, "\n");                                    \
+            g_fail++;                                                 \
+        }                                                             \
+    } while (0)
+
+/* A loaded model with everything it hangs on. */
+typedef struct mt_model {
+    st_gguf *g;
+    st_model_desc *d;
+    st_model *m;
+    const st_backend_api *api;
+    st_device *dev;
+} mt_model;
+
+/* Temporary file path "<tmpdir>/strata-test-<pid>-<name>" into buf. */
+void mt_tmp_path(char *buf, size_t len, const char *name);
+/* Writes a tiny random model of `arch` with weight type `wtype` (embd/ff overridable: 0 = keep). */
+int mt_gen_tiny(const char *arch, uint32_t wtype, int embd, int ff, const char *path);
+/* Opens + describes + loads on (api, device 0). Returns 0 or -1 (message printed). */
+int mt_load(mt_model *t, const char *path, const st_backend_api *api, const st_model_params *p);
+void mt_unload(mt_model *t);
+/* Evaluates tokens from position 0 of seq 0 in one batch per n_batch, all logits into out. */
+int mt_prefill_all(mt_model *t, const int32_t *tok, int n, float *out);
+/* Same, one token per forward. */
+int mt_stepwise_all(mt_model *t, const int32_t *tok, int n, float *out);
+/* max |a-b| / max(1, max |b|) */
+double mt_rel_diff(const float *a, const float *b, size_t n);
+
+#endif
