@@ -1,0 +1,75 @@
+/* The engine: slots with continuous batching over one st_model. Each step runs ONE forward
+ * over every active slot: decode tokens first, then prefill chunks up to the token budget,
+ * so concurrent requests decode together. A new request goes to the free slot whose cached
+ * tokens share the longest prefix with its prompt; only the rest is computed.
+ * Single-threaded: the caller (the engine process's loop) owns it. */
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+#include "sample/sample.h"
+
+typedef struct st_engine_config {
+    int32_t n_slots;      /* concurrent requests (<= the model's n_seq) */
+    int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
+    int32_t queue_max;    /* requests waiting for a slot before submit refuses */
+} st_engine_config;
+
+typedef struct st_gen_request {
+    uint64_t id;             /* caller's id, echoed in events */
+    const int32_t *prompt;   /* [n_prompt] token ids, copied by submit */
+    int32_t n_prompt;
+    int32_t max_tokens;      /* > 0 */
+    st_sampler_params sp;
+} st_gen_request;
+
+enum { ST_EV_TOKEN = 1, ST_EV_DONE = 2 };
+enum { ST_FINISH_STOP = 0, ST_FINISH_LENGTH = 1, ST_FINISH_CANCEL = 2, ST_FINISH_ERROR = 3 };
+
+typedef struct st_engine_event {
+    int32_t kind;       /* ST_EV_TOKEN or ST_EV_DONE */
+    uint64_t id;
+    int32_t token;      /* TOKEN: the new token (an end-of-generation token is not sent) */
+    int32_t finish;     /* DONE: ST_FINISH_* */
+    int32_t n_prompt;   /* DONE: prompt tokens, of which n_reused came from the prefix cache */
+    int32_t n_reused;
+    int32_t n_gen;      /* DONE: generated tokens */
+    double prefill_ms;  /* DONE: time from admission to the first token */
+    double decode_ms;   /* DONE: time from the first token to the end */
+    char msg[256];      /* DONE with ERROR: what failed */
+} st_engine_event;
+
+typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);
+
+typedef struct st_engine st_engine;
+
+/* Engine over `m` (borrowed; must outlive it). eog[n_eog] are the end-of-generation ids.
+ * NULL with a message in err when the configuration does not fit the model. */
+st_engine *st_engine_new(st_model *m, const st_engine_config *cfg, const int32_t *eog, int32_t n_eog,
+                         char *err, size_t errlen);
+void st_engine_free(st_engine *e);
+
+/* Queue a request (prompt copied). -1 with err when the queue is full (err starts with
+ * "queue full"), the prompt is empty or longer than the context ("context_length_exceeded"). */
+int st_engine_submit(st_engine *e, const st_gen_request *r, char *err, size_t errlen);
+/* Cancel a queued or running request; a DONE event with ST_FINISH_CANCEL follows at the next
+ * step. Unknown ids are ignored. */
+void st_engine_cancel(st_engine *e, uint64_t id);
+/* Nonzero while any request is queued or running. */
+int st_engine_busy(const st_engine *e);
+/* One step: admit queued requests to free slots, run one forward over every active slot,
+ * sample, and emit events. Returns 0, or -1 when the forward failed (every running request
+ * then got a DONE event with ST_FINISH_ERROR and the message, also in err). */
+int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, size_t errlen);
+
+/* Statistics since creation. */
+typedef struct st_engine_stats {
+    uint64_t steps, tokens_prefill, tokens_decode, tokens_reused, requests_done;
+    uint64_t max_slots_in_step; /* most slots that shared one forward */
+    int32_t slots_busy, queue_len;
+} st_engine_stats;
+void st_engine_get_stats(const st_engine *e, st_engine_stats *out);
+
+#endif

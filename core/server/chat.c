@@ -1,0 +1,159 @@
+#include "server/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *s) {
+    size_t l = strlen(s);
+    if (b->oom) return;
+    if (b->n + l + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256);
+        while (cap < b->n + l + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, l + 1);
+    b->n += l;
+}
+
+static const char *k_names[ST_CHAT_COUNT] = {"chatml", "llama3", "mistral", "deepseek", "tulu", "plain"};
+
+int st_chat_template_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < ST_CHAT_COUNT; i++)
+        if (!strcmp(name, k_names[i])) return i;
+    if (!strcmp(name, "qwen") || !strcmp(name, "qwen2") || !strcmp(name, "qwen3")) return ST_CHAT_CHATML;
+    if (!strcmp(name, "llama-3") || !strcmp(name, "llama3.1")) return ST_CHAT_LLAMA3;
+    if (!strcmp(name, "olmoe")) return ST_CHAT_TULU;
+    return -1;
+}
+
+const char *st_chat_template_name(st_chat_template t) {
+    return (unsigned)t < ST_CHAT_COUNT ? k_names[t] : "?";
+}
+
+st_chat_template st_chat_template_detect(const char *jinja, int vocab_has_im_start, int *recognized) {
+    *recognized = 1;
+    if (jinja) {
+        if (strstr(jinja, "<|im_start|>")) return ST_CHAT_CHATML;
+        if (strstr(jinja, "<|start_header_id|>")) return ST_CHAT_LLAMA3;
+        if (strstr(jinja, "<\xef\xbd\x9cUser\xef\xbd\x9c>")) return ST_CHAT_DEEPSEEK; /* <｜User｜> */
+        if (strstr(jinja, "[INST]")) return ST_CHAT_MISTRAL;
+        if (strstr(jinja, "<|user|>")) return ST_CHAT_TULU;
+    }
+    *recognized = 0;
+    return vocab_has_im_start ? ST_CHAT_CHATML : ST_CHAT_PLAIN;
+}
+
+static int is_role(const st_chat_message *m, const char *r) { return m->role && !strcmp(m->role, r); }
+
+char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n) {
+    sbuf b = {0};
+    put(&b, "");
+    switch (t) {
+    case ST_CHAT_CHATML:
+        for (size_t i = 0; i < n; i++) {
+            put(&b, "<|im_start|>");
+            put(&b, is_role(&msgs[i], "system") || is_role(&msgs[i], "assistant") ? msgs[i].role : "user");
+            put(&b, "\n");
+            put(&b, msgs[i].content);
+            put(&b, "<|im_end|>\n");
+        }
+        put(&b, "<|im_start|>assistant\n");
+        break;
+    case ST_CHAT_LLAMA3:
+        for (size_t i = 0; i < n; i++) {
+            put(&b, "<|start_header_id|>");
+            put(&b, is_role(&msgs[i], "system") || is_role(&msgs[i], "assistant") ? msgs[i].role : "user");
+            put(&b, "<|end_header_id|>\n\n");
+            put(&b, msgs[i].content);
+            put(&b, "<|eot_id|>");
+        }
+        put(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        break;
+    case ST_CHAT_MISTRAL: {
+        const char *sys = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (is_role(&msgs[i], "system")) {
+                sys = msgs[i].content;
+                continue;
+            }
+            if (is_role(&msgs[i], "assistant")) {
+                put(&b, msgs[i].content);
+                put(&b, "</s>");
+            } else {
+                put(&b, "[INST] ");
+                if (sys) {
+                    put(&b, sys);
+                    put(&b, "\n\n");
+                    sys = NULL;
+                }
+                put(&b, msgs[i].content);
+                put(&b, " [/INST]");
+            }
+        }
+        break;
+    }
+    case ST_CHAT_DEEPSEEK:
+        for (size_t i = 0; i < n; i++) {
+            if (is_role(&msgs[i], "system")) put(&b, msgs[i].content);
+            else if (is_role(&msgs[i], "assistant")) {
+                put(&b, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+                put(&b, msgs[i].content);
+                put(&b, "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>");
+            } else {
+                put(&b, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
+                put(&b, msgs[i].content);
+            }
+        }
+        put(&b, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+        break;
+    case ST_CHAT_TULU:
+        for (size_t i = 0; i < n; i++) {
+            put(&b, is_role(&msgs[i], "system") ? "<|system|>\n" : is_role(&msgs[i], "assistant") ? "<|assistant|>\n" : "<|user|>\n");
+            put(&b, msgs[i].content);
+            put(&b, is_role(&msgs[i], "assistant") ? "<|endoftext|>\n" : "\n");
+        }
+        put(&b, "<|assistant|>\n");
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) {
+            put(&b, is_role(&msgs[i], "system") ? "System: " : is_role(&msgs[i], "assistant") ? "Assistant: " : "User: ");
+            put(&b, msgs[i].content);
+            put(&b, "\n");
+        }
+        put(&b, "Assistant:");
+        break;
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+const char *const *st_chat_stop_strings(st_chat_template t) {
+    static const char *const chatml[] = {"<|im_end|>", NULL};
+    static const char *const llama3[] = {"<|eot_id|>", NULL};
+    static const char *const tulu[] = {"<|user|>", NULL};
+    static const char *const plain[] = {"\nUser:", NULL};
+    static const char *const none[] = {NULL};
+    switch (t) {
+    case ST_CHAT_CHATML: return chatml;
+    case ST_CHAT_LLAMA3: return llama3;
+    case ST_CHAT_TULU: return tulu;
+    case ST_CHAT_PLAIN: return plain;
+    default: return none;
+    }
+}

@@ -1,0 +1,39 @@
+/* Chat templates: turning OpenAI-style messages into the prompt text a model family was
+ * trained on. Built in: ChatML (Qwen), Llama 3, Mistral, DeepSeek, Tulu (OLMoE), plain. */
+#ifndef STRATA_CHAT_H
+#define STRATA_CHAT_H
+
+#include <stddef.h>
+
+typedef enum st_chat_template {
+    ST_CHAT_CHATML = 0,
+    ST_CHAT_LLAMA3 = 1,
+    ST_CHAT_MISTRAL = 2,
+    ST_CHAT_DEEPSEEK = 3,
+    ST_CHAT_TULU = 4,
+    ST_CHAT_PLAIN = 5,
+    ST_CHAT_COUNT
+} st_chat_template;
+
+typedef struct st_chat_message {
+    const char *role;    /* "system", "user", "assistant" (others are treated as user) */
+    const char *content; /* UTF-8, borrowed */
+} st_chat_message;
+
+/* Template id for a name ("chatml", "qwen", "llama3", "mistral", "deepseek", "tulu",
+ * "olmoe", "plain"); -1 when unknown. */
+int st_chat_template_from_name(const char *name);
+/* The template's canonical name. Static storage. */
+const char *st_chat_template_name(st_chat_template t);
+/* Detect the family from a GGUF tokenizer.chat_template text (Jinja). Sets *recognized to 0
+ * (and returns ST_CHAT_PLAIN, or ChatML when the vocabulary has <|im_start|>) when unknown. */
+st_chat_template st_chat_template_detect(const char *jinja, int vocab_has_im_start, int *recognized);
+/* Render messages into a newly allocated prompt (caller frees), ending with the assistant's
+ * turn opened. The BOS token is not included (the tokenizer adds it per the model's flags).
+ * NULL on out-of-memory. */
+char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n_msgs);
+/* Extra stop strings the template's turn end implies (e.g. "<|im_end|>"); NULL-terminated
+ * static list. */
+const char *const *st_chat_stop_strings(st_chat_template t);
+
+#endif

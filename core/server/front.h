@@ -1,0 +1,84 @@
+/* Internal state of the front process shared by the supervisor (front.c) and the HTTP
+ * handlers (http.c). */
+#ifndef STRATA_FRONT_H
+#define STRATA_FRONT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gguf/gguf.h"
+#include "server/chat.h"
+#include "server/proto.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+enum { ST_ENGINE_STARTING = 0, ST_ENGINE_READY = 1, ST_ENGINE_RESTARTING = 2, ST_ENGINE_STOPPED = 3 };
+
+/* One request in flight, shared by its HTTP thread and the engine reader thread. */
+typedef struct st_req {
+    uint64_t id;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int32_t *toks; /* tokens received and not yet consumed */
+    int32_t n_toks, cap;
+    int done;            /* DONE event received (done_ev valid) */
+    st_engine_event done_ev;
+    int failed;          /* engine died or refused: fail_msg says why */
+    int fail_status;     /* HTTP status for a failure before streaming (429, 400, 503) */
+    char fail_code[48];
+    char fail_msg[1024];
+    int refs;
+    struct st_req *next;
+} st_req;
+
+#define ST_LOG_RING 16
+
+typedef struct st_front {
+    st_serve_config cfg;
+    char model_id[128];
+    st_gguf *gguf;
+    st_tokenizer *tok;
+    st_chat_template tmpl;
+    int think; /* the vocabulary has <think> */
+    const char *tmpl_stops[8];
+
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;  /* state changes, stats replies */
+    int state;
+    char state_reason[512];
+    int fd;     /* socket to the engine */
+    pid_t pid;
+    st_msg_ready ready;
+    st_req *reqs;
+    uint64_t next_id;
+    uint64_t last_frame_ns; /* when the engine last said anything */
+    st_msg_stats stats;
+    uint64_t stats_seq;
+    char log_ring[ST_LOG_RING][256];
+    int log_head;
+    int stopping;
+    /* metrics */
+    uint64_t m_requests, m_errors, m_prompt_tokens, m_gen_tokens, m_restarts, m_cached_tokens;
+    double m_gen_seconds;
+    pthread_mutex_t send_mu; /* one writer on fd at a time */
+} st_front;
+
+/* Register a request and send it to the engine. Returns the request (refs held by the caller
+ * and the registry), or NULL with *status/msg when the engine is not ready (503). */
+st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens,
+                        const st_sampler_params *sp, int *status, char *msg, size_t msglen);
+/* Ask the engine to cancel a request (ignored when it already finished). */
+void st_front_cancel(st_front *f, st_req *r);
+/* Drop the caller's reference (the registry drops its own when the request is done). */
+void st_front_release(st_front *f, st_req *r);
+/* Ask the engine for statistics and wait up to timeout_ms; 0 when it answered. */
+int st_front_stats(st_front *f, st_msg_stats *out, int timeout_ms);
+/* The last engine log lines joined with " | " into buf. */
+void st_front_last_log(st_front *f, char *buf, size_t n);
+
+/* Start the HTTP server; returns an opaque daemon handle or NULL (message printed). */
+void *st_http_start(st_front *f);
+void st_http_stop(void *daemon);
+
+#endif

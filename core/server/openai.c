@@ -1,0 +1,420 @@
+#include "server/openai.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int st_oai_error_set(st_oai_error *e, int status, const char *type, const char *code, const char *param,
+                     const char *fmt, ...) {
+    e->status = status;
+    snprintf(e->type, sizeof e->type, "%s", type ? type : "invalid_request_error");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+char *st_oai_error_json(const st_oai_error *e) {
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(o, "message", e->message);
+    cJSON_AddStringToObject(o, "type", e->type);
+    if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
+    else cJSON_AddNullToObject(o, "param");
+    if (e->code[0]) cJSON_AddStringToObject(o, "code", e->code);
+    else cJSON_AddNullToObject(o, "code");
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+/* Deepest nesting of arrays/objects outside strings. */
+static int json_depth(const char *s, size_t n) {
+    int d = 0, max = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') in_str = 1;
+        else if (c == '{' || c == '[') {
+            if (++d > max) max = d;
+        } else if (c == '}' || c == ']') d--;
+    }
+    return max;
+}
+
+static int get_number(cJSON *root, const char *key, double lo, double hi, double *out, st_oai_error *err) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return st_oai_error_set(err, 400, NULL, "invalid_type", key, "'%s' must be a number", key);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return st_oai_error_set(err, 400, NULL, "invalid_value", key, "'%s' must be between %g and %g, got %g", key,
+                                lo, hi, v->valuedouble);
+    *out = v->valuedouble;
+    return 1;
+}
+
+static const char *content_text(cJSON *c, char **owned) {
+    *owned = NULL;
+    if (cJSON_IsString(c)) return c->valuestring;
+    if (cJSON_IsNull(c)) return "";
+    if (!cJSON_IsArray(c)) return NULL;
+    size_t len = 0;
+    cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        cJSON *ty = cJSON_GetObjectItemCaseSensitive(p, "type"), *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "text") || !cJSON_IsString(tx)) return NULL;
+        len += strlen(tx->valuestring);
+    }
+    char *s = malloc(len + 1);
+    if (!s) return NULL;
+    s[0] = 0;
+    cJSON_ArrayForEach(p, c) strcat(s, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    *owned = s;
+    return s;
+}
+
+int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
+                 st_oai_error *err) {
+    memset(out, 0, sizeof *out);
+    out->chat = chat;
+    out->max_tokens = -1;
+    out->temperature = 1.0f;
+    out->top_p = 1.0f;
+    out->repeat_penalty = 1.0f;
+    if (json_depth(body, len) > max_depth)
+        return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the JSON body nests deeper than %d levels",
+                                max_depth);
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root) return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body is not valid JSON");
+    int rc = -1;
+    if (!cJSON_IsObject(root)) {
+        st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body must be a JSON object");
+        goto done;
+    }
+    cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (model && !cJSON_IsString(model)) {
+        st_oai_error_set(err, 400, NULL, "invalid_type", "model", "'model' must be a string");
+        goto done;
+    }
+    snprintf(out->model, sizeof out->model, "%s", model ? model->valuestring : "");
+    double v;
+    if (get_number(root, "temperature", 0, 2, &v, err) < 0) goto done;
+    else if (cJSON_GetObjectItemCaseSensitive(root, "temperature") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "temperature"))) out->temperature = (float)v;
+    int r;
+    if ((r = get_number(root, "top_p", 0, 1, &v, err)) < 0) goto done;
+    if (r) out->top_p = (float)v;
+    if ((r = get_number(root, "min_p", 0, 1, &v, err)) < 0) goto done;
+    if (r) out->min_p = (float)v;
+    if ((r = get_number(root, "top_k", 0, 1e9, &v, err)) < 0) goto done;
+    if (r) out->top_k = (int32_t)v;
+    if ((r = get_number(root, "presence_penalty", -2, 2, &v, err)) < 0) goto done;
+    if (r) out->presence_penalty = (float)v;
+    if ((r = get_number(root, "frequency_penalty", -2, 2, &v, err)) < 0) goto done;
+    if (r) out->frequency_penalty = (float)v;
+    if ((r = get_number(root, "repetition_penalty", 0.01, 10, &v, err)) < 0) goto done;
+    if (r) out->repeat_penalty = (float)v;
+    if ((r = get_number(root, "seed", -9.2e18, 9.2e18, &v, err)) < 0) goto done;
+    if (r) {
+        out->seed = (uint64_t)(int64_t)v;
+        out->has_seed = 1;
+    }
+    if ((r = get_number(root, "max_completion_tokens", 1, 1e9, &v, err)) < 0) goto done;
+    if (r) out->max_tokens = (int32_t)v;
+    if ((r = get_number(root, "max_tokens", 1, 1e9, &v, err)) < 0) goto done;
+    if (r && out->max_tokens < 0) out->max_tokens = (int32_t)v;
+    if ((r = get_number(root, "n", 1, 1, &v, err)) < 0) {
+        st_oai_error_set(err, 400, NULL, "invalid_value", "n", "only n=1 is supported");
+        goto done;
+    }
+    cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
+    if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream)) {
+        st_oai_error_set(err, 400, NULL, "invalid_type", "stream", "'stream' must be a boolean");
+        goto done;
+    }
+    out->stream = cJSON_IsTrue(stream);
+    cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+    if (so && cJSON_IsObject(so)) out->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    cJSON *stop = cJSON_GetObjectItemCaseSensitive(root, "stop");
+    if (stop && !cJSON_IsNull(stop)) {
+        if (cJSON_IsString(stop)) {
+            if (stop->valuestring[0]) out->stop[out->n_stop++] = strdup(stop->valuestring);
+        } else if (cJSON_IsArray(stop) && cJSON_GetArraySize(stop) <= ST_OAI_MAX_STOP) {
+            cJSON *s;
+            cJSON_ArrayForEach(s, stop) {
+                if (!cJSON_IsString(s)) {
+                    st_oai_error_set(err, 400, NULL, "invalid_type", "stop", "'stop' items must be strings");
+                    goto done;
+                }
+                if (s->valuestring[0]) out->stop[out->n_stop++] = strdup(s->valuestring);
+            }
+        } else {
+            st_oai_error_set(err, 400, NULL, "invalid_type", "stop", "'stop' must be a string or up to %d strings",
+                             ST_OAI_MAX_STOP);
+            goto done;
+        }
+    }
+    if (chat) {
+        cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+        int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : -1;
+        if (n < 1) {
+            st_oai_error_set(err, 400, NULL, n < 0 ? "invalid_type" : "invalid_value", "messages",
+                             "'messages' must be a non-empty array");
+            goto done;
+        }
+        st_chat_message *cm = calloc((size_t)n, sizeof *cm);
+        char **owned = calloc((size_t)n, sizeof *owned);
+        int i = 0, bad = 0;
+        cJSON *m;
+        cJSON_ArrayForEach(m, msgs) {
+            cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+            if (!cJSON_IsString(role)) {
+                st_oai_error_set(err, 400, NULL, "invalid_type", "messages", "messages[%d].role must be a string", i);
+                bad = 1;
+                break;
+            }
+            const char *txt = content ? content_text(content, &owned[i]) : NULL;
+            if (!txt) {
+                st_oai_error_set(err, 400, NULL, "invalid_type", "messages",
+                                 "messages[%d].content must be a string or an array of text parts", i);
+                bad = 1;
+                break;
+            }
+            cm[i].role = role->valuestring;
+            cm[i].content = txt;
+            i++;
+        }
+        if (!bad) out->prompt = st_chat_render(t, cm, (size_t)n);
+        for (int j = 0; j < n; j++) free(owned[j]);
+        free(owned);
+        free(cm);
+        if (bad) goto done;
+    } else {
+        cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
+            p = cJSON_GetArrayItem(p, 0);
+        if (!cJSON_IsString(p)) {
+            st_oai_error_set(err, 400, NULL, "invalid_type", "prompt", "'prompt' must be a string");
+            goto done;
+        }
+        out->prompt = strdup(p->valuestring);
+    }
+    if (!out->prompt) {
+        st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        goto done;
+    }
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    if (rc) st_oai_request_free(out);
+    return rc;
+}
+
+void st_oai_request_free(st_oai_request *r) {
+    free(r->prompt);
+    r->prompt = NULL;
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    r->n_stop = 0;
+}
+
+static cJSON *base_obj(int chat, const char *id, long created, const char *model, int chunk) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)created);
+    cJSON_AddStringToObject(o, "model", model);
+    return o;
+}
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v) {
+    if (v) cJSON_AddStringToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *usage_obj(const st_oai_usage *u) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "prompt_tokens", u->prompt_tokens);
+    cJSON_AddNumberToObject(o, "completion_tokens", u->completion_tokens);
+    cJSON_AddNumberToObject(o, "total_tokens", u->prompt_tokens + u->completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(o, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
+    return o;
+}
+
+static char *print_free(cJSON *o) {
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+char *st_oai_chunk_json(int chat, const char *id, long created, const char *model, const char *role,
+                        const char *content, const char *reasoning, const char *finish) {
+    cJSON *o = base_obj(chat, id, created, model, 1);
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *d = cJSON_AddObjectToObject(c, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", role);
+        if (content) cJSON_AddStringToObject(d, "content", content);
+        if (reasoning) cJSON_AddStringToObject(d, "reasoning_content", reasoning);
+    } else {
+        cJSON_AddStringToObject(c, "text", content ? content : "");
+    }
+    add_str_or_null(c, "finish_reason", finish);
+    cJSON_AddNullToObject(o, "usage");
+    return print_free(o);
+}
+
+char *st_oai_usage_chunk_json(int chat, const char *id, long created, const char *model, const st_oai_usage *u) {
+    cJSON *o = base_obj(chat, id, created, model, 1);
+    cJSON_AddArrayToObject(o, "choices");
+    cJSON_AddItemToObject(o, "usage", usage_obj(u));
+    return print_free(o);
+}
+
+char *st_oai_response_json(int chat, const char *id, long created, const char *model, const char *content,
+                           const char *reasoning, const char *finish, const st_oai_usage *u) {
+    cJSON *o = base_obj(chat, id, created, model, 0);
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddStringToObject(m, "content", content ? content : "");
+        if (reasoning) cJSON_AddStringToObject(m, "reasoning_content", reasoning);
+    } else {
+        cJSON_AddStringToObject(c, "text", content ? content : "");
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    add_str_or_null(c, "finish_reason", finish);
+    cJSON_AddItemToObject(o, "usage", usage_obj(u));
+    return print_free(o);
+}
+
+/* ---- incremental text ---------------------------------------------------------------- */
+void st_oai_text_init(st_oai_text *t, const char *const *stops, int think) {
+    memset(t, 0, sizeof *t);
+    t->stops = stops;
+    t->think_mode = think ? 1 : 0;
+}
+
+void st_oai_text_free(st_oai_text *t) {
+    free(t->pend);
+    t->pend = NULL;
+}
+
+static int append(char **dst, const char *s, size_t n) {
+    if (!n) return 0;
+    size_t old = *dst ? strlen(*dst) : 0;
+    char *p = realloc(*dst, old + n + 1);
+    if (!p) return -1;
+    memcpy(p + old, s, n);
+    p[old + n] = 0;
+    *dst = p;
+    return 0;
+}
+
+/* Route emitted text to content or reasoning according to <think> tags. */
+static int route(st_oai_text *t, const char *s, size_t n, char **content, char **reasoning) {
+    if (t->think_mode == 2) {
+        const char *end = NULL;
+        for (size_t i = 0; i + 8 <= n; i++)
+            if (!memcmp(s + i, "</think>", 8)) {
+                end = s + i;
+                break;
+            }
+        if (!end) return append(reasoning, s, n);
+        size_t before = (size_t)(end - s);
+        if (append(reasoning, s, before)) return -1;
+        t->think_mode = 3;
+        s += before + 8;
+        n -= before + 8;
+        while (n && *s == '\n') s++, n--;
+    }
+    return append(content, s, n);
+}
+
+/* Length of the longest suffix of pend that is a proper prefix of some stop string. */
+static size_t held_back(const st_oai_text *t) {
+    size_t best = 0;
+    for (int i = 0; t->stops && t->stops[i]; i++) {
+        size_t ls = strlen(t->stops[i]);
+        for (size_t k = ls - 1; k > best; k--)
+            if (k <= t->n_pend && !memcmp(t->pend + t->n_pend - k, t->stops[i], k)) {
+                best = k;
+                break;
+            }
+    }
+    /* while undecided, an opening "<think>" may still be forming */
+    if (t->think_mode == 1 && t->n_pend < 7 && !memcmp("<think>", t->pend, t->n_pend)) best = t->n_pend;
+    if (t->think_mode == 2)
+        for (size_t k = 7; k > best; k--)
+            if (k <= t->n_pend && !memcmp(t->pend + t->n_pend - k, "</think>", k)) {
+                best = k;
+                break;
+            }
+    return best;
+}
+
+int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, char **reasoning) {
+    if (t->stopped) return 1;
+    if (t->n_pend + n + 1 > t->cap) {
+        size_t cap = (t->n_pend + n + 1) * 2;
+        char *p = realloc(t->pend, cap);
+        if (!p) return -1;
+        t->pend = p;
+        t->cap = cap;
+    }
+    memcpy(t->pend + t->n_pend, s, n);
+    t->n_pend += n;
+    t->pend[t->n_pend] = 0;
+    if (t->think_mode == 1 && t->n_pend >= 7) {
+        if (!memcmp(t->pend, "<think>", 7)) {
+            size_t skip = 7;
+            while (skip < t->n_pend && t->pend[skip] == '\n') skip++;
+            memmove(t->pend, t->pend + skip, t->n_pend - skip + 1);
+            t->n_pend -= skip;
+            t->think_mode = 2;
+        } else {
+            t->think_mode = 3;
+        }
+    }
+    /* earliest complete stop string */
+    size_t cut = t->n_pend;
+    int hit = 0;
+    for (int i = 0; t->stops && t->stops[i]; i++) {
+        const char *f = strstr(t->pend, t->stops[i]);
+        if (f && (size_t)(f - t->pend) < cut) {
+            cut = (size_t)(f - t->pend);
+            hit = 1;
+        }
+    }
+    size_t emit = hit ? cut : t->n_pend - held_back(t);
+    if (t->think_mode == 1 && !hit) emit = 0;
+    if (route(t, t->pend, emit, content, reasoning)) return -1;
+    memmove(t->pend, t->pend + emit, t->n_pend - emit + 1);
+    t->n_pend -= emit;
+    if (hit) {
+        t->stopped = 1;
+        t->n_pend = 0;
+        return 1;
+    }
+    return 0;
+}
+
+int st_oai_text_finish(st_oai_text *t, char **content, char **reasoning) {
+    if (t->stopped || !t->n_pend) return 0;
+    if (t->think_mode == 1) t->think_mode = 3;
+    int rc = route(t, t->pend, t->n_pend, content, reasoning);
+    t->n_pend = 0;
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* The framed protocol between the server's front process and its engine child over a
+ * socketpair. Both ends are the same executable, so payloads are plain structs.
+ * Frame: uint32 type, uint32 payload bytes, payload. */
+#ifndef STRATA_PROTO_H
+#define STRATA_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+enum {
+    ST_MSG_READY = 1,      /* engine -> front: st_msg_ready */
+    ST_MSG_SUBMIT = 2,     /* front -> engine: st_msg_submit + int32 tokens[n_prompt] */
+    ST_MSG_CANCEL = 3,     /* front -> engine: uint64 id */
+    ST_MSG_EVENT = 4,      /* engine -> front: st_engine_event */
+    ST_MSG_REFUSED = 5,    /* engine -> front: st_msg_refused (submit not queued) */
+    ST_MSG_STATS_REQ = 6,  /* front -> engine: nothing */
+    ST_MSG_STATS = 7,      /* engine -> front: st_msg_stats */
+    ST_MSG_PROGRESS = 8    /* engine -> front: uint64 steps (heartbeat while busy) */
+};
+
+#define ST_MSG_MAX (64u << 20) /* largest payload accepted */
+
+typedef struct st_msg_ready {
+    int32_t n_ctx, n_slots, n_vocab, reserved;
+    char device[128];
+    char model[128];
+} st_msg_ready;
+
+typedef struct st_msg_submit {
+    uint64_t id;
+    int32_t max_tokens;
+    int32_t n_prompt;
+    st_sampler_params sp;
+} st_msg_submit;
+
+typedef struct st_msg_refused {
+    uint64_t id;
+    char msg[256];
+} st_msg_refused;
+
+typedef struct st_msg_stats {
+    st_engine_stats engine;
+    int64_t kv_cells_free, kv_cells_total;
+} st_msg_stats;
+
+/* Write one frame (payload may be split in two parts, b may be NULL). Returns 0, or -1 when
+ * the peer is gone (errno set). Safe for concurrent writers only under the caller's lock. */
+int st_msg_send(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb);
+/* Read one frame; *payload is malloc'ed (caller frees). Returns 0, or -1 at EOF/error or for
+ * a frame larger than ST_MSG_MAX. */
+int st_msg_recv(int fd, uint32_t *type, void **payload, size_t *len);
+
+#endif

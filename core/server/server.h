@@ -1,0 +1,35 @@
+/* `strata serve`: the front process. It owns HTTP (libmicrohttpd), JSON (cJSON), chat
+ * templates and tokenization, and supervises one engine child process (the same executable
+ * run as `strata engine`) that holds the model and the devices. When the engine dies or
+ * stalls, every in-flight request ends with an error that says what happened, new requests
+ * get 503 with Retry-After, and the engine is started again. */
+#ifndef STRATA_SERVER_H
+#define STRATA_SERVER_H
+
+#include <stddef.h>
+
+typedef struct st_serve_config {
+    const char *model_path;   /* GGUF file (required) */
+    const char *model_id;     /* name clients use; NULL = file name without .gguf */
+    const char *host;         /* default 127.0.0.1 */
+    int port;                 /* default 8080 */
+    int parallel;             /* slots (default 4) */
+    int ctx;                  /* context per slot (0 = model default, capped at 4096) */
+    const char *api_key;      /* NULL = no authentication */
+    const char *chat_template;/* name, or NULL to detect from the GGUF */
+    double stall_timeout;     /* seconds without progress before the engine is restarted (default 60) */
+    size_t max_body;          /* bytes (default 1 MiB) */
+    int max_depth;            /* JSON nesting (default 32) */
+    int queue_max;            /* waiting requests before 429 (default 64) */
+    const char *report_dir;   /* crash and stall reports (default $TMPDIR or /tmp) */
+    const char *exe;          /* this executable, for the engine child (default /proc/self/exe) */
+    const char *const *engine_args; /* extra arguments for `strata engine` (NULL-terminated) */
+} st_serve_config;
+
+/* Fill defaults (everything above that has one). */
+void st_serve_config_default(st_serve_config *c);
+/* Run the server until SIGINT/SIGTERM. Returns the process exit status (0 after a clean
+ * shutdown, 1 when it could not start: the reason is printed). */
+int st_serve_run(const st_serve_config *c);
+
+#endif
