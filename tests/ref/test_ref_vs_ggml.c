@@ -1,11 +1,12 @@
-/* Cross-check of the reference RoPE (normal/NeoX, linear scaling, YaRN) and RMS norm against
- * llama.cpp's ggml CPU implementation, linked only in this test. ggml accumulates angles in
- * float, so the tolerance grows with the position. */
+/* Cross-check of the reference RoPE (normal/NeoX, linear scaling, YaRN), RMS norm and paged
+ * GQA attention against llama.cpp's ggml CPU implementation, linked only in this test. ggml
+ * accumulates angles in float, so the RoPE tolerance grows with the position. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ggml-cpu.h"
 #include "ggml.h"
+#include "quant/quant.h"
 #include "ref/ref.h"
 #include "st_check.h"
 
@@ -103,6 +104,78 @@ static void check_rms_norm(void) {
     ggml_free(ctx);
 }
 
+/* Paged GQA attention with a causal window, an additive mask and an F16 cache, against ggml's
+ * mul_mat + soft_max_ext + mul_mat over the same keys gathered in position order. */
+static void check_attention(void) {
+    enum { D = 32, QH = 8, KVH = 2, NQ = 4, L0 = 9, CELLS = 24 };
+    enum { L = L0 + NQ }; /* positions visible to the last token */
+    static st_fp16 kc[CELLS][KVH][D], vc[CELLS][KVH][D];
+    static float q[NQ][QH][D], ours[NQ][QH][D], mask[NQ][L];
+    int32_t table[L], seq[NQ], kv_len[NQ];
+    for (int c = 0; c < CELLS; c++)
+        for (int h = 0; h < KVH; h++)
+            for (int d = 0; d < D; d++) {
+                kc[c][h][d] = st_f32_to_fp16(frand());
+                vc[c][h][d] = st_f32_to_fp16(frand());
+            }
+    for (int p = 0; p < L; p++) table[p] = (p * 7 + 5) % CELLS; /* scattered cells */
+    for (int i = 0; i < NQ; i++) {
+        seq[i] = 0;
+        kv_len[i] = L0 + i + 1;
+        for (int h = 0; h < QH; h++)
+            for (int d = 0; d < D; d++) q[i][h][d] = frand() * 2.0f;
+        for (int p = 0; p < L; p++) mask[i][p] = p < kv_len[i] ? ((p % 3) == 0 ? frand() : 0.0f) : -INFINITY;
+    }
+    mask[1][4] = -INFINITY; /* one hidden position inside the window */
+    float scale = 1.0f / sqrtf((float)D);
+    st_attention_args a = {.size = sizeof a, .scale = scale};
+    a.q = st_ref_tensor_3d(q, ST_TYPE_F32, D, QH, NQ);
+    a.k_cache = st_ref_tensor_3d(kc, ST_TYPE_F16, D, KVH, CELLS);
+    a.v_cache = st_ref_tensor_3d(vc, ST_TYPE_F16, D, KVH, CELLS);
+    a.out = st_ref_tensor_3d(ours, ST_TYPE_F32, D, QH, NQ);
+    a.seq = seq;
+    a.kv_len = kv_len;
+    a.cell_table = table;
+    a.max_pos = L;
+    a.mask = &mask[0][0];
+    ST_CHECK(st_ref_attention(&a) == ST_OK);
+
+    struct ggml_init_params ip = {16 << 20, NULL, false};
+    struct ggml_context *ctx = ggml_init(ip);
+    struct ggml_tensor *gk = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, L, KVH);  /* [kvh][pos][d] */
+    struct ggml_tensor *gvt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, L, D, KVH); /* [kvh][d][pos] */
+    struct ggml_tensor *gq = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, NQ, QH);  /* [h][token][d] */
+    struct ggml_tensor *gm = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, L, NQ);
+    float *k = gk->data, *vt = gvt->data, *qq = gq->data;
+    for (int h = 0; h < KVH; h++)
+        for (int p = 0; p < L; p++)
+            for (int d = 0; d < D; d++) {
+                k[(h * L + p) * D + d] = st_fp16_to_f32(kc[table[p]][h][d]);
+                vt[(h * D + d) * L + p] = st_fp16_to_f32(vc[table[p]][h][d]);
+            }
+    for (int h = 0; h < QH; h++)
+        for (int i = 0; i < NQ; i++)
+            for (int d = 0; d < D; d++) qq[(h * NQ + i) * D + d] = q[i][h][d];
+    memcpy(gm->data, mask, sizeof mask);
+    struct ggml_tensor *kq = ggml_mul_mat(ctx, gk, gq);               /* [h][token][pos] */
+    kq = ggml_soft_max_ext(ctx, kq, gm, scale, 0.0f);
+    struct ggml_tensor *o = ggml_mul_mat(ctx, gvt, kq);               /* [h][token][d] */
+    struct ggml_cgraph *gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, o);
+    ST_CHECK(ggml_graph_compute_with_ctx(ctx, gf, 1) == GGML_STATUS_SUCCESS);
+    const float *g = o->data;
+    double worst = 0;
+    for (int h = 0; h < QH; h++)
+        for (int i = 0; i < NQ; i++)
+            for (int d = 0; d < D; d++) {
+                double diff = fabs((double)ours[i][h][d] - g[(h * NQ + i) * D + d]);
+                if (diff > worst) worst = diff;
+            }
+    printf("attention (GQA %d/%d, paged, masked, F16 cache): max |diff| %.2e\n", QH, KVH, worst);
+    ST_CHECK_MSG(worst <= 1e-6, "attention differs from ggml by %.3e", worst);
+    ggml_free(ctx);
+}
+
 int main(void) {
     const struct rope_case cases[] = {
         {0, 64, 4096, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f},
@@ -117,5 +190,6 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_rope(&cases[i]);
     check_rms_norm();
+    check_attention();
     return st_check_result("test_ref_vs_ggml");
 }
