@@ -170,6 +170,20 @@ static const char *const eot_texts[] = {
     "<end_of_utterance>",
 };
 
+/* Fill-in-the-middle markers: control tokens even when the file calls them user-defined. */
+#define FW "\xef\xbd\x9c" /* U+FF5C, as in DeepSeek's markers */
+#define LB "\xe2\x96\x81" /* U+2581 */
+static const char *const fim_texts[] = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<" FW "fim" LB "begin" FW ">", "<PRE>", LB "<PRE>",
+    "<|code_prefix|>", "<|prefix|>", "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+    "<" FW "fim" LB "hole" FW ">", "<SUF>", LB "<SUF>", "<|code_suffix|>", "<|suffix|>", "<|fim_middle|>",
+    "<fim-middle>", "<fim_middle>", "<" FW "fim" LB "end" FW ">", "<MID>", LB "<MID>", "<|code_middle|>",
+    "<|middle|>", "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>",
+    "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>",
+};
+#undef FW
+#undef LB
+
 static int32_t find_cstr(const st_tokenizer *t, const char *s) { return st_tok_lookup(t, s, strlen(s)); }
 
 static int32_t resolve_id(const st_tokenizer *t, int32_t cfg, int32_t def) {
@@ -414,6 +428,10 @@ static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned 
             t->eot = find_cstr(t, eot_texts[i]);
     if (t->eom < 0) t->eom = find_cstr(t, "<|eom_id|>");
 
+    for (size_t i = 0; i < sizeof fim_texts / sizeof fim_texts[0]; i++) {
+        int32_t id = find_cstr(t, fim_texts[i]);
+        if (id >= 0) t->attr[id] |= ST_TOKEN_ATTR_CONTROL;
+    }
     t->eog = calloc(t->n_vocab, 1);
     if (!t->eog) return -1;
     for (size_t i = 0; i < sizeof eog_texts / sizeof eog_texts[0]; i++) {
