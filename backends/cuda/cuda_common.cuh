@@ -9,6 +9,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cuda/cuda_internal.h"
 #include "quant/quant.h"
@@ -41,8 +42,17 @@ __device__ __forceinline__ char *st_row(const st_view &v, int64_t r) {
     return v.p + i1 * v.nb1 + i2 * v.nb2 + i3 * v.nb3;
 }
 
-__device__ __forceinline__ float st_h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-__device__ __forceinline__ float st_b2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+__host__ __device__ __forceinline__ float st_h2f(uint16_t h) {
+    __half_raw r;
+    r.x = h;
+    return __half2float(__half(r));
+}
+__host__ __device__ __forceinline__ float st_b2f(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 /* Element i of an activation row of type F32/F16/BF16. */
 __device__ __forceinline__ float st_ld(const void *p, int type, int64_t i) {

@@ -19,14 +19,21 @@ static_assert(sizeof(st_block_q5_K) == 176, "q5_K");
 static_assert(sizeof(st_block_q6_K) == 210, "q6_K");
 static_assert(sizeof(st_block_iq4_xs) == 136, "iq4_xs");
 
-/* The 16 levels of IQ4_NL / IQ4_XS (a fact of the format). */
-__constant__ static const int8_t st_kiq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                   1,    13,   25,  38,  53,  69,  89,  113};
+/* The 16 levels of IQ4_NL / IQ4_XS (a fact of the format). The decoders are host+device so a
+ * host test can check them against core/quant without a GPU. */
+#define ST_IQ4NL_LEVELS {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+__constant__ static const int8_t st_kiq4nl_d[16] = ST_IQ4NL_LEVELS;
+static const int8_t st_kiq4nl_h[16] = ST_IQ4NL_LEVELS;
+#ifdef __CUDA_ARCH__
+#define st_kiq4nl st_kiq4nl_d
+#else
+#define st_kiq4nl st_kiq4nl_h
+#endif
 
-__device__ __forceinline__ float st_ldh(const uint8_t *p) { return st_h2f((uint16_t)(p[0] | (p[1] << 8))); }
+__host__ __device__ __forceinline__ float st_ldh(const uint8_t *p) { return st_h2f((uint16_t)(p[0] | (p[1] << 8))); }
 
 /* Q4_K / Q5_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
-__device__ __forceinline__ void st_k4_scale_min(const uint8_t *q, int j, int &sc, int &m) {
+__host__ __device__ __forceinline__ void st_k4_scale_min(const uint8_t *q, int j, int &sc, int &m) {
     if (j < 4) {
         sc = q[j] & 63;
         m = q[j + 4] & 63;
@@ -41,7 +48,7 @@ template <int T> struct st_qt;
 #define ST_QT_HEAD(T_, QK_, BYTES_)                                   \
     template <> struct st_qt<T_> {                                    \
         static constexpr int qk = QK_, bytes = BYTES_, plain = 0;     \
-        __device__ static __forceinline__ void deq8(const uint8_t *row, int64_t g, float *v) { \
+        __host__ __device__ static __forceinline__ void deq8(const uint8_t *row, int64_t g, float *v) { \
             const uint8_t *b = row + (g / (qk / 8)) * bytes;          \
             const int e0 = (int)(g % (qk / 8)) * 8;
 
@@ -189,11 +196,11 @@ ST_QT_TAIL
 #define ST_QT_PLAIN(T_, SIZE_, EXPR_)                                                \
     template <> struct st_qt<T_> {                                                  \
         static constexpr int qk = 1, bytes = SIZE_, plain = 1;                       \
-        __device__ static __forceinline__ float deq1(const uint8_t *row, int64_t e) { \
+        __host__ __device__ static __forceinline__ float deq1(const uint8_t *row, int64_t e) { \
             const uint8_t *p = row + e * SIZE_;                                      \
             return EXPR_;                                                            \
         }                                                                            \
-        __device__ static __forceinline__ void deq8(const uint8_t *row, int64_t g, float *v) { \
+        __host__ __device__ static __forceinline__ void deq8(const uint8_t *row, int64_t g, float *v) { \
             _Pragma("unroll") for (int t = 0; t < 8; t++) v[t] = deq1(row, g * 8 + t);       \
         }                                                                            \
     };
@@ -202,7 +209,7 @@ ST_QT_PLAIN(ST_TYPE_F16, 2, st_h2f(*(const uint16_t *)p))
 ST_QT_PLAIN(ST_TYPE_BF16, 2, st_b2f(*(const uint16_t *)p))
 
 /* One element of a plain-typed row; block types never take this path (K % 8 == 0). */
-template <int T> __device__ __forceinline__ float st_qt_plain_deq1(const uint8_t *row, int64_t e) {
+template <int T> __host__ __device__ __forceinline__ float st_qt_plain_deq1(const uint8_t *row, int64_t e) {
     if constexpr (st_qt<T>::plain) return st_qt<T>::deq1(row, e);
     else { (void)row; (void)e; return 0.0f; }
 }

@@ -1,0 +1,21 @@
+# CUDA backend tests. cuda_module: loads strata-cuda, checks its exports, ABI answer and probe
+# (runs anywhere: without a driver the probe must say so). cuda_ops: every op on device 0
+# against core/ref; exits 77 (reported as skipped) when no usable GPU is present.
+if(TARGET strata-cuda AND TARGET st_ref)
+  add_executable(test_cuda_ops cuda/cuda_harness.c cuda/test_cuda_dense.c cuda/test_cuda_moe.c
+                 cuda/test_cuda_attention.c cuda/test_cuda_misc.c)
+  target_link_libraries(test_cuda_ops PRIVATE st_ref st_quant ${CMAKE_DL_LIBS} m)
+  add_dependencies(test_cuda_ops strata-cuda)
+  add_test(NAME cuda_ops COMMAND test_cuda_ops $<TARGET_FILE:strata-cuda>)
+  set_tests_properties(cuda_ops PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
+if(TARGET strata-cuda)
+  add_executable(test_cuda_module cuda/test_cuda_module.c)
+  target_link_libraries(test_cuda_module PRIVATE ${CMAKE_DL_LIBS})
+  target_include_directories(test_cuda_module PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  add_dependencies(test_cuda_module strata-cuda)
+  add_test(NAME cuda_module COMMAND test_cuda_module $<TARGET_FILE:strata-cuda>)
+endif()
+if(TARGET test_cuda_dequant)
+  add_test(NAME cuda_dequant_host COMMAND test_cuda_dequant)
+endif()

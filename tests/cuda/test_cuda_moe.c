@@ -1,0 +1,128 @@
+/* CUDA vs core/ref: MOE_MATMUL through the slot table (every weight format, GEMV and tile
+ * paths, unmapped experts left untouched), MOE_COMBINE and ROUTER. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_harness.h"
+#include "quant/quant.h"
+#include "ref/ref.h"
+
+static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0,  ST_TYPE_Q4_1,
+                                    ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,  ST_TYPE_Q3_K,
+                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
+
+static void test_moe_matmul(tc_ctx *c, uint32_t wt, int n_assign, int with_scale) {
+    const st_type_info *ti = st_type_get(wt);
+    int64_t K = ti->block_size > 1 ? 256 : 40, M = 37, n_slots = 3, n_x = 50;
+    int32_t slot_table[6] = {2, -1, 0, 1, -1, 2}; /* experts 0 and 5 share slot 2 */
+    st_tensor w = tc_host_rand(wt, K, M, n_slots, -1, 1);
+    st_tensor x = tc_host_rand(ST_TYPE_F32, K, n_x, 1, -1, 1);
+    st_tensor out = tc_host_fill(ST_TYPE_F32, M, n_assign, 1, 42.0f); /* poison: skipped rows stay */
+    int32_t *expert = malloc(sizeof(int32_t) * (size_t)n_assign), *x_row = malloc(sizeof(int32_t) * (size_t)n_assign);
+    float *scale = malloc(sizeof(float) * (size_t)n_assign);
+    for (int a = 0; a < n_assign; a++) {
+        expert[a] = (int32_t)(tc_rand(0, 6));
+        if (expert[a] > 5) expert[a] = 5;
+        x_row[a] = (int32_t)(tc_rand(0, (float)n_x));
+        if (x_row[a] >= n_x) x_row[a] = (int32_t)n_x - 1;
+        scale[a] = tc_rand(0.1f, 1.0f);
+    }
+    st_tensor dw = tc_dev_tensor(c, &w), dx = tc_dev_tensor(c, &x), dout = tc_dev_tensor(c, &out);
+    st_moe_matmul_args ha = {.size = sizeof ha, .n_assign = n_assign, .w = w, .x = x, .out = out,
+                             .slot_table = slot_table, .expert = expert, .x_row = x_row,
+                             .scale = with_scale ? scale : NULL};
+    st_moe_matmul_args da = ha;
+    da.w = dw;
+    da.x = dx;
+    da.out = dout;
+    da.slot_table = tc_up(c, slot_table, sizeof slot_table);
+    da.expert = tc_up(c, expert, sizeof(int32_t) * (size_t)n_assign);
+    da.x_row = tc_up(c, x_row, sizeof(int32_t) * (size_t)n_assign);
+    da.scale = with_scale ? tc_up(c, scale, sizeof(float) * (size_t)n_assign) : NULL;
+    char name[128];
+    snprintf(name, sizeof name, "moe_matmul %s n_assign=%d%s (%s)", st_type_name(wt), n_assign,
+             with_scale ? " scaled" : "", n_assign > 32 * n_slots ? "tiles" : "gemv");
+    if (st_ref_moe_matmul(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
+    if (tc_status(c, name, c->api->ops->moe_matmul(c->s, &da))) tc_compare(c, name, &out, &dout, 2e-5);
+    free(w.data);
+    free(x.data);
+    free(out.data);
+    free(expert);
+    free(x_row);
+    free(scale);
+}
+
+static void test_moe_combine(tc_ctx *c, int accumulate, uint32_t at) {
+    int64_t M = 300, n = 5, n_rows = 9;
+    int k = 3;
+    st_tensor rows = tc_host_rand(at, M, n_rows, 1, -1, 1);
+    st_tensor out = tc_host_rand(at, M, n, 1, -1, 1);
+    int32_t row_of[15];
+    float wts[15];
+    for (int i = 0; i < 15; i++) {
+        row_of[i] = i % 4 == 3 ? -1 : (int32_t)(tc_rand(0, (float)n_rows - 0.01f));
+        wts[i] = tc_rand(0, 1);
+    }
+    st_tensor drows = tc_dev_tensor(c, &rows), dout = tc_dev_tensor(c, &out);
+    st_moe_combine_args ha = {.size = sizeof ha, .k = k, .rows = rows, .out = out, .row_of = row_of, .weights = wts,
+                              .accumulate = accumulate};
+    st_moe_combine_args da = ha;
+    da.rows = drows;
+    da.out = dout;
+    da.row_of = tc_up(c, row_of, sizeof row_of);
+    da.weights = tc_up(c, wts, sizeof wts);
+    char name[96];
+    snprintf(name, sizeof name, "moe_combine %s%s", st_type_name(at), accumulate ? " accumulate" : "");
+    if (st_ref_moe_combine(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
+    if (tc_status(c, name, c->api->ops->moe_combine(c->s, &da)))
+        tc_compare(c, name, &out, &dout, at == ST_TYPE_F32 ? 1e-6 : 1e-2);
+    free(rows.data);
+    free(out.data);
+}
+
+static void test_router(tc_ctx *c, int gating, int E, int k, int bias, int normalize, float wscale, int n) {
+    st_tensor lg = tc_host_rand(ST_TYPE_F32, E, n, 1, -4, 4);
+    float *b = malloc(sizeof(float) * (size_t)E);
+    tc_fill(b, (size_t)E, -0.3f, 0.3f);
+    int32_t *ids = calloc((size_t)(n * k), sizeof(int32_t));
+    float *w = calloc((size_t)(n * k), sizeof(float));
+    st_tensor dlg = tc_dev_tensor(c, &lg);
+    st_router_args ha = {.size = sizeof ha, .gating = (uint32_t)gating, .logits = lg, .bias = bias ? b : NULL, .k = k,
+                         .normalize = normalize, .weight_scale = wscale, .ids = ids, .weights = w};
+    st_router_args da = ha;
+    da.logits = dlg;
+    da.bias = bias ? tc_up(c, b, sizeof(float) * (size_t)E) : NULL;
+    da.ids = tc_up(c, NULL, sizeof(int32_t) * (size_t)(n * k));
+    da.weights = tc_up(c, NULL, sizeof(float) * (size_t)(n * k));
+    char name[128];
+    snprintf(name, sizeof name, "router %s E=%d k=%d%s%s scale=%g n=%d", gating ? "sigmoid" : "softmax", E, k,
+             bias ? " bias" : "", normalize ? " norm" : "", (double)wscale, n);
+    if (st_ref_router(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
+    if (tc_status(c, name, c->api->ops->router(c->s, &da))) {
+        char n2[160];
+        snprintf(n2, sizeof n2, "%s ids", name);
+        tc_compare_i32(c, n2, ids, da.ids, (size_t)(n * k));
+        snprintf(n2, sizeof n2, "%s weights", name);
+        tc_compare_f32(c, n2, w, da.weights, (size_t)(n * k), 1e-5);
+    }
+    free(lg.data);
+    free(b);
+    free(ids);
+    free(w);
+}
+
+void tc_test_moe(tc_ctx *c) {
+    for (size_t i = 0; i < sizeof k_wtypes / sizeof k_wtypes[0]; i++) {
+        test_moe_matmul(c, k_wtypes[i], 5, 1);
+        test_moe_matmul(c, k_wtypes[i], 200, 1);
+    }
+    test_moe_matmul(c, ST_TYPE_Q4_K, 1, 0);
+    test_moe_matmul(c, ST_TYPE_Q8_0, 700, 0);
+    test_moe_combine(c, 0, ST_TYPE_F32);
+    test_moe_combine(c, 1, ST_TYPE_F32);
+    test_moe_combine(c, 1, ST_TYPE_F16);
+    test_router(c, ST_ROUTER_SOFTMAX, 64, 8, 0, 1, 1.0f, 9);
+    test_router(c, ST_ROUTER_SOFTMAX, 60, 4, 0, 0, 1.0f, 3);
+    test_router(c, ST_ROUTER_SIGMOID, 256, 8, 1, 1, 2.5f, 17);
+    test_router(c, ST_ROUTER_SIGMOID, 128, 6, 1, 0, 1.0f, 2);
+}
