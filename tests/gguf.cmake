@@ -46,7 +46,7 @@ if(TARGET strata AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gguf/gguf_write_sample.c
   set_tests_properties(gguf.cli_corrupt PROPERTIES WILL_FAIL ON)
 endif()
 
-option(STRATA_FUZZ "Build libFuzzer targets (needs clang)" OFF)
+# STRATA_FUZZ is declared in core/gguf/CMakeLists.txt (which instruments st_gguf)
 if(STRATA_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(WARNING "STRATA_FUZZ needs clang (CC=clang); fuzz_gguf not built")
