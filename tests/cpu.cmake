@@ -1,0 +1,39 @@
+# Tests of the x86 CPU modules (backends/cpu framework + backends/cpu_avx2 kernels):
+#  cpu.kernels.<isa>   every SIMD kernel slot against the scalar slot (and batch invariance)
+#  cpu.module.<isa>.tN the built module file, dlopen'ed, against core/ref with N threads
+# bench_matmul (not a test) times Q4_K / Q8_0 GEMV and prints GB/s.
+if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
+  set(_cpu_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/backends
+               ${CMAKE_CURRENT_SOURCE_DIR}/quant ${CMAKE_CURRENT_SOURCE_DIR}/cpu)
+
+  add_executable(test_cpu_module ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_module.c)
+  target_include_directories(test_cpu_module PRIVATE ${_cpu_inc})
+  target_link_libraries(test_cpu_module PRIVATE st_ref st_quant ${CMAKE_DL_LIBS} m)
+  add_dependencies(test_cpu_module strata-cpu-avx2)
+
+  foreach(isa avx2 avx512)
+    if(NOT TARGET strata-cpu-${isa})
+      continue()
+    endif()
+    add_dependencies(test_cpu_module strata-cpu-${isa})
+    foreach(th 1 2)
+      add_test(NAME cpu.module.${isa}.t${th} COMMAND test_cpu_module $<TARGET_FILE:strata-cpu-${isa}> ${th})
+      set_tests_properties(cpu.module.${isa}.t${th} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+    endforeach()
+
+    add_executable(test_cpu_kernels_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_kernels.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
+                   $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
+    target_include_directories(test_cpu_kernels_${isa} PRIVATE ${_cpu_inc})
+    target_link_libraries(test_cpu_kernels_${isa} PRIVATE st_quant m)
+    if(isa STREQUAL "avx512")
+      target_compile_definitions(test_cpu_kernels_${isa} PRIVATE ST_TEST_AVX512)
+    endif()
+    add_test(NAME cpu.kernels.${isa} COMMAND test_cpu_kernels_${isa})
+    set_tests_properties(cpu.kernels.${isa} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+
+  add_executable(bench_matmul ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_matmul.c)
+  target_include_directories(bench_matmul PRIVATE ${_cpu_inc})
+  target_link_libraries(bench_matmul PRIVATE st_quant ${CMAKE_DL_LIBS} m)
+endif()

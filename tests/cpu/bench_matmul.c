@@ -1,0 +1,72 @@
+/* Micro-benchmark of the CPU module's GEMV (not a test): loads a module file, times MATMUL of
+ * a random Q4_K and Q8_0 (and F16) weight matrix by 1..8 activation rows and prints the
+ * weight bytes streamed per second. Usage: bench_matmul <module.so> [threads] [M] [K] [iters] */
+#include <time.h>
+
+#include "cpu_test_util.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s <module.so> [threads] [M=4096] [K=2048] [iters=200]\n", argv[0]);
+        return 2;
+    }
+    unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
+    int64_t M = argc > 3 ? atoll(argv[3]) : 4096, K = argc > 4 ? atoll(argv[4]) : 2048;
+    int iters = argc > 5 ? atoi(argv[5]) : 200;
+    ct_module m = {0};
+    if (!ct_load(&m, argv[1], threads)) return 1;
+    const st_backend_api *api = m.api;
+    st_device *dev;
+    st_stream *s;
+    if (api->device_open(0, &dev) != ST_OK || api->stream_create(dev, &s) != ST_OK) {
+        fprintf(stderr, "open: %s\n", api->last_error());
+        return 1;
+    }
+    static const uint32_t types[] = {ST_TYPE_Q4_K, ST_TYPE_Q8_0, ST_TYPE_Q6_K, ST_TYPE_Q4_0, ST_TYPE_F16};
+    static const int64_t ns[] = {1, 2, 4, 8};
+    float *row = malloc(sizeof(float) * (size_t)K);
+    float *x = malloc(sizeof(float) * (size_t)(K * 8)), *out = malloc(sizeof(float) * (size_t)(M * 8));
+    ct_fill(x, K * 8, 1.0f);
+    printf("M=%lld K=%lld threads=%u\n", (long long)M, (long long)K, threads);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        size_t rs = st_row_size(types[t], K);
+        /* several copies so the working set exceeds the last-level cache */
+        int copies = (int)(512.0 * 1048576 / (double)(rs * (size_t)M)) + 1;
+        if (copies > 16) copies = 16;
+        uint8_t *w = malloc(rs * (size_t)M * (size_t)copies);
+        for (int64_t r = 0; r < M * copies; r++) {
+            ct_fill(row, K, 1.0f);
+            st_quantize_row(types[t], row, w + rs * (size_t)r, K);
+        }
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            st_matmul_args a = {.size = sizeof a};
+            a.w = ct_tensor(w, types[t], K, M, 1);
+            a.x = ct_tensor(x, ST_TYPE_F32, K, ns[ni], 1);
+            a.out = ct_tensor(out, ST_TYPE_F32, M, ns[ni], 1);
+            api->ops->matmul(s, &a); /* warm-up */
+            double t0 = now_s();
+            for (int it = 0; it < iters; it++) {
+                a.w.data = w + rs * (size_t)M * (size_t)(it % copies);
+                if (api->ops->matmul(s, &a) != ST_OK) {
+                    fprintf(stderr, "matmul: %s\n", api->last_error());
+                    return 1;
+                }
+            }
+            double dt = (now_s() - t0) / iters;
+            double gb = (double)rs * (double)M / dt / 1e9;
+            printf("%-5s n=%lld  %8.1f us  %6.2f GB/s  (%.2f GFLOP/s)\n", st_type_name(types[t]), (long long)ns[ni],
+                   dt * 1e6, gb, 2.0 * (double)M * (double)K * (double)ns[ni] / dt / 1e9);
+        }
+        free(w);
+    }
+    api->stream_destroy(s);
+    api->device_close(dev);
+    api->shutdown();
+    return 0;
+}

@@ -1,0 +1,163 @@
+/* Every slot of the x86 kernel table against the portable scalar slot: activation quantizers
+ * bit for bit, dot products within a float-rounding bound, multi-row dots equal to single-row
+ * dots bit for bit (batch invariance), f32 helpers and F16/BF16 conversions.
+ * Built twice: with the AVX2 kernels and with the AVX-512 ones (ST_TEST_AVX512). */
+#include "cpu/cpu_kernels.h"
+#include "cpu_test_util.h"
+#include "st_check.h"
+
+void st_x86_kernels_init(st_cpu_kernels *k);
+
+static st_cpu_kernels ksc, kx;
+
+static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0,   ST_TYPE_Q4_1,
+                                    ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,   ST_TYPE_Q3_K,
+                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
+
+static void test_weight_type(uint32_t wt, int64_t K) {
+    const st_cpu_weight_kernels *s = &ksc.wt[wt], *x = &kx.wt[wt];
+    ST_CHECK(s->vec_dot && x->vec_dot && s->to_float && x->to_float);
+    ST_CHECK(s->vec_type == x->vec_type);
+    size_t wr = st_row_size(wt, K), xr = st_row_size(s->vec_type, K);
+    ST_CHECK(wr > 0 && xr > 0);
+    enum { NR = ST_CPU_MAX_NR };
+    float *wf = malloc(sizeof(float) * (size_t)K), *xf = malloc(sizeof(float) * (size_t)(K * NR));
+    float *wd = malloc(sizeof(float) * (size_t)K);
+    uint8_t *w = malloc(wr), *qs = malloc(xr * NR), *qx = malloc(xr * NR);
+    for (int trial = 0; trial < 4; trial++) {
+        ct_fill(wf, K, trial == 3 ? 1e-3f : 1.0f);
+        ST_CHECK(st_quantize_row(wt, wf, w, K) == 0);
+        ct_fill(xf, K * NR, trial == 2 ? 50.0f : 1.0f);
+        if (trial == 1) memset(xf, 0, sizeof(float) * (size_t)K); /* an all-zero row */
+        /* activation quantizer: identical bytes */
+        for (int j = 0; j < NR; j++) {
+            if (s->from_float) {
+                s->from_float(xf + j * K, qs + xr * (size_t)j, K);
+                x->from_float(xf + j * K, qx + xr * (size_t)j, K);
+            } else {
+                memcpy(qs + xr * (size_t)j, xf + j * K, xr);
+                memcpy(qx + xr * (size_t)j, xf + j * K, xr);
+            }
+        }
+        ST_CHECK_MSG(memcmp(qs, qx, xr * NR) == 0, "%s: from_float differs from scalar", st_type_name(wt));
+        /* dots: SIMD vs scalar within a rounding bound; multi-row == single-row bits */
+        s->to_float(w, wd, K);
+        float ds[NR], dx[NR], d1[NR];
+        s->vec_dot(K, w, qs, xr, NR, ds);
+        x->vec_dot(K, w, qx, xr, NR, dx);
+        for (int j = 0; j < NR; j++) {
+            double bound = 0;
+            for (int64_t i = 0; i < K; i++) bound += fabs((double)wd[i] * xf[j * K + i]);
+            ST_CHECK_MSG(fabs((double)ds[j] - dx[j]) <= 2e-5 * bound + 1e-30, "%s K=%lld row %d: scalar %.9g simd %.9g",
+                         st_type_name(wt), (long long)K, j, ds[j], dx[j]);
+            x->vec_dot(K, w, qx + xr * (size_t)j, xr, 1, &d1[j]);
+            ST_CHECK_MSG(memcmp(&d1[j], &dx[j], sizeof(float)) == 0, "%s: row %d alone %.9g, in 8 rows %.9g",
+                         st_type_name(wt), j, d1[j], dx[j]);
+        }
+        for (int nr = 2; nr < NR; nr++) {
+            float dn[NR];
+            x->vec_dot(K, w, qx, xr, nr, dn);
+            ST_CHECK_MSG(memcmp(dn, dx, sizeof(float) * (size_t)nr) == 0, "%s: nr=%d differs", st_type_name(wt), nr);
+        }
+        /* the scalar kernel is itself batch-invariant */
+        s->vec_dot(K, w, qs + xr * 3, xr, 1, &d1[0]);
+        ST_CHECK(memcmp(&d1[0], &ds[3], sizeof(float)) == 0);
+        /* to_float of the SIMD table agrees */
+        float *wd2 = malloc(sizeof(float) * (size_t)K);
+        x->to_float(w, wd2, K);
+        ST_CHECK(memcmp(wd, wd2, sizeof(float) * (size_t)K) == 0);
+        free(wd2);
+    }
+    free(wf);
+    free(xf);
+    free(wd);
+    free(w);
+    free(qs);
+    free(qx);
+}
+
+static void test_helpers(void) {
+    for (int64_t n = 1; n < 200; n += 13) {
+        float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+        float *c = malloc(sizeof(float) * (size_t)n), *d = malloc(sizeof(float) * (size_t)n);
+        ct_fill(a, n, 3.0f);
+        ct_fill(b, n, 3.0f);
+        double ab = 0;
+        for (int64_t i = 0; i < n; i++) ab += fabs((double)a[i] * b[i]);
+        ST_CHECK(fabs(ksc.dot_f32(a, b, n) - kx.dot_f32(a, b, n)) <= 1e-5 * ab);
+        ST_CHECK(fabs(ksc.sumsq_f32(a, n) - kx.sumsq_f32(a, n)) <= 1e-5 * ksc.sumsq_f32(a, n));
+        ST_CHECK(ksc.max_f32(a, n) == kx.max_f32(a, n));
+        memcpy(c, b, sizeof(float) * (size_t)n);
+        memcpy(d, b, sizeof(float) * (size_t)n);
+        ksc.axpy_f32(c, 0.3f, a, n);
+        kx.axpy_f32(d, 0.3f, a, n);
+        for (int64_t i = 0; i < n; i++) ST_CHECK(fabsf(c[i] - d[i]) <= 1e-6f * (fabsf(c[i]) + 1.0f));
+        ksc.scale_f32(c, -1.5f, n);
+        kx.scale_f32(d, -1.5f, n);
+        for (int64_t i = 0; i < n; i++) ST_CHECK(fabsf(c[i] - d[i]) <= 1e-6f * (fabsf(c[i]) + 1.0f));
+        memcpy(c, a, sizeof(float) * (size_t)n);
+        memcpy(d, a, sizeof(float) * (size_t)n);
+        float m = ksc.max_f32(a, n);
+        float s1 = ksc.exp_sum_f32(c, m, n), s2 = kx.exp_sum_f32(d, m, n);
+        ST_CHECK(fabsf(s1 - s2) <= 1e-5f * s1);
+        /* conversions: bit-exact, including values that round, overflow and subnormals */
+        uint16_t *h1 = malloc(2 * (size_t)n), *h2 = malloc(2 * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            int sel = (int)(ct_rand_u32() % 5);
+            a[i] = sel == 0 ? a[i] * 1e5f : sel == 1 ? a[i] * 1e-6f : sel == 2 ? a[i] * 1e-30f : a[i];
+        }
+        ksc.f32_to_f16(a, h1, n);
+        kx.f32_to_f16(a, h2, n);
+        ST_CHECK(memcmp(h1, h2, 2 * (size_t)n) == 0);
+        ksc.f16_to_f32(h1, c, n);
+        kx.f16_to_f32(h1, d, n);
+        ST_CHECK(memcmp(c, d, sizeof(float) * (size_t)n) == 0);
+        ksc.f32_to_bf16(a, h1, n);
+        kx.f32_to_bf16(a, h2, n);
+        ST_CHECK(memcmp(h1, h2, 2 * (size_t)n) == 0);
+        ksc.bf16_to_f32(h1, c, n);
+        kx.bf16_to_f32(h1, d, n);
+        ST_CHECK(memcmp(c, d, sizeof(float) * (size_t)n) == 0);
+        /* and the scalar conversions agree with core/quant's */
+        for (int64_t i = 0; i < n; i++) ST_CHECK(h1[i] == st_f32_to_bf16(a[i]));
+        ksc.f32_to_f16(a, h1, n);
+        for (int64_t i = 0; i < n; i++) ST_CHECK(h1[i] == st_f32_to_fp16(a[i]));
+        free(h1);
+        free(h2);
+        free(a);
+        free(b);
+        free(c);
+        free(d);
+    }
+}
+
+int main(void) {
+    __builtin_cpu_init();
+#ifdef ST_TEST_AVX512
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq")) {
+        printf("skipped: this CPU lacks AVX-512\n");
+        return 77;
+    }
+#endif
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+        printf("skipped: this CPU lacks AVX2/FMA/F16C\n");
+        return 77;
+    }
+    st_cpu_kernels_scalar(&ksc);
+    st_cpu_kernels_scalar(&kx);
+    st_x86_kernels_init(&kx);
+    printf("kernels: %s\n", kx.isa);
+    for (size_t i = 0; i < sizeof k_wtypes / sizeof k_wtypes[0]; i++) {
+        int bs = st_type_get(k_wtypes[i])->block_size;
+        if (bs == 1) {
+            for (int64_t K = 1; K < 80; K += 7) test_weight_type(k_wtypes[i], K);
+            test_weight_type(k_wtypes[i], 2048);
+        } else {
+            test_weight_type(k_wtypes[i], bs);
+            test_weight_type(k_wtypes[i], 8 * 256);
+        }
+    }
+    test_helpers();
+    return st_check_result("test_cpu_kernels");
+}
