@@ -40,7 +40,8 @@ int mt_gen_tiny(const char *arch, uint32_t wtype, int embd, int ff, const char *
     return 0;
 }
 
-int mt_load(mt_model *t, const char *path, const st_backend_api *api, const st_model_params *p) {
+int mt_load_on(mt_model *t, const char *path, const st_backend_api *api, uint32_t index,
+               const st_model_params *p) {
     char err[512];
     memset(t, 0, sizeof *t);
     t->g = st_gguf_open(path, err, sizeof err);
@@ -48,11 +49,11 @@ int mt_load(mt_model *t, const char *path, const st_backend_api *api, const st_m
     t->d = st_arch_describe(t->g, err, sizeof err);
     if (!t->d) goto fail;
     t->api = api;
-    if (api->device_open(0, &t->dev) != ST_OK) {
+    if (api->device_open(index, &t->dev) != ST_OK) {
         snprintf(err, sizeof err, "device_open: %s", api->last_error());
         goto fail;
     }
-    t->m = st_model_load(t->d, api, t->dev, 0, p, err, sizeof err);
+    t->m = st_model_load(t->d, api, t->dev, index, p, err, sizeof err);
     if (!t->m) goto fail;
     return 0;
 fail:

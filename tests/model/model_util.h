@@ -33,8 +33,10 @@ typedef struct mt_model {
 void mt_tmp_path(char *buf, size_t len, const char *name);
 /* Writes a tiny random model of `arch` with weight type `wtype` (embd/ff overridable: 0 = keep). */
 int mt_gen_tiny(const char *arch, uint32_t wtype, int embd, int ff, const char *path);
-/* Opens + describes + loads on (api, device 0). Returns 0 or -1 (message printed). */
-int mt_load(mt_model *t, const char *path, const st_backend_api *api, const st_model_params *p);
+/* Opens + describes + loads on (api, device index). Returns 0 or -1 (message printed). */
+int mt_load_on(mt_model *t, const char *path, const st_backend_api *api, uint32_t index,
+               const st_model_params *p);
+#define mt_load(t, path, api, p) mt_load_on(t, path, api, 0, p)
 void mt_unload(mt_model *t);
 /* Evaluates tokens from position 0 of seq 0 in one batch per n_batch, all logits into out. */
 int mt_prefill_all(mt_model *t, const int32_t *tok, int n, float *out);

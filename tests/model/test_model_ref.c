@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host_ref.h"
+#include "model/ref_device.h"
 #include "model_util.h"
 
 static const char *k_archs[] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe"};
@@ -46,7 +46,7 @@ static void test_arch(const char *arch) {
     st_model_params p;
     params(&p, ST_TYPE_F32);
     mt_model a, b;
-    if (mt_load(&a, path, st_test_ref_api(1), &p)) {
+    if (mt_load(&a, path, st_ref_device_api(1), &p)) {
         CHECK(0, "%s: load failed", arch);
         unlink(path);
         return;
@@ -116,7 +116,7 @@ static void test_arch(const char *arch) {
 
     /* copied weights (non-unified device) give identical logits */
     p.no_in_place = 0;
-    if (mt_load(&b, path, st_test_ref_api(0), &p) == 0) {
+    if (mt_load(&b, path, st_ref_device_api(0), &p) == 0) {
         CHECK(!st_model_weights_in_place(b.m), "%s: non-unified device must copy", arch);
         CHECK(st_model_weight_bytes_uploaded(b.m) > 0, "%s: nothing uploaded", arch);
         mt_prefill_all(&b, k_tok, NT, copied);
@@ -127,7 +127,7 @@ static void test_arch(const char *arch) {
     }
     /* F16 KV stays close */
     params(&p, ST_TYPE_F16);
-    if (mt_load(&b, path, st_test_ref_api(1), &p) == 0) {
+    if (mt_load(&b, path, st_ref_device_api(1), &p) == 0) {
         mt_prefill_all(&b, k_tok, NT, copied);
         double e = mt_rel_diff(copied, batched, (size_t)NT * V);
         CHECK(e < 2e-2 && e > 0, "%s: F16 KV differs from F32 KV by %g", arch, e);

@@ -1,7 +1,7 @@
-/* A backend table for tests: host memory and core/ref's ops, so the model can run on the
- * scalar reference without any module. `unified` chooses whether the device claims
- * ST_CAP_UNIFIED (weights used in place) or not (weights copied). */
-#include "host_ref.h"
+/* The scalar reference as a device: host memory and core/ref's ops behind a backend table, so
+ * the model runs on the oracle without any module (tests, and `--backend ref` for logits
+ * that other backends and peers are compared with). */
+#include "model/ref_device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ static st_status props(uint32_t index, st_device_props *out) {
     memset(out, 0, size);
     out->size = size;
     out->usable = 1;
-    snprintf(out->name, sizeof out->name, "reference (host)");
+    snprintf(out->name, sizeof out->name, "scalar reference (host)");
     snprintf(out->vendor, sizeof out->vendor, "ref");
     out->caps = g_unified ? ST_CAP_UNIFIED : 0;
     out->mem_total = 1ull << 34;
@@ -100,7 +100,7 @@ static st_status stream_sync(st_stream *s) {
 
 static st_backend_api g_api;
 
-const st_backend_api *st_test_ref_api(int unified) {
+const st_backend_api *st_ref_device_api(int unified) {
     g_unified = unified;
     memset(&g_api, 0, sizeof g_api);
     g_api.size = sizeof g_api;

@@ -1,0 +1,235 @@
+/* Shared parts of the model commands: options, device choice, opening a model. */
+#include "cli/cli_common.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend_registry.h"
+#include "kv/kv.h"
+#include "model/ref_device.h"
+
+int st_cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val) {
+    const char *a = argv[*i];
+    const char *names[2] = {name, alias};
+    for (int k = 0; k < 2; k++) {
+        const char *n = names[k];
+        if (!n) continue;
+        size_t ln = strlen(n);
+        if (strncmp(a, n, ln)) continue;
+        if (a[ln] == '=') {
+            *val = a + ln + 1;
+            return 1;
+        }
+        if (a[ln] != 0) continue;
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "strata: option %s needs a value\n", a);
+            return -1;
+        }
+        *val = argv[++*i];
+        return 1;
+    }
+    return 0;
+}
+
+int st_cli_int(const char *cmd, const char *name, const char *val, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        fprintf(stderr, "strata %s: bad value '%s' for %s (integer %ld..%ld)\n", cmd, val, name, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int st_cli_float(const char *cmd, const char *name, const char *val, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end) {
+        fprintf(stderr, "strata %s: bad value '%s' for %s (a number)\n", cmd, val, name);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
+    const char *v;
+    int r;
+    if ((r = st_cli_opt(argc, argv, i, "--model", "-m", &v))) return r < 0 ? -1 : (o->model = v, 1);
+    if ((r = st_cli_opt(argc, argv, i, "--backend", NULL, &v))) return r < 0 ? -1 : (o->backend = v, 1);
+    if ((r = st_cli_opt(argc, argv, i, "--device", NULL, &v))) return r < 0 ? -1 : (o->device = v, 1);
+    if ((r = st_cli_opt(argc, argv, i, "--kv-type", NULL, &v))) {
+        if (r < 0) return -1;
+        if (st_kv_type_from_name(v) < 0) {
+            fprintf(stderr, "strata %s: --kv-type must be f16, f32 or q8_0 (got '%s')\n", cmd, v);
+            return -1;
+        }
+        o->kv_type = v;
+        return 1;
+    }
+    if ((r = st_cli_opt(argc, argv, i, "--threads", "-t", &v)))
+        return r < 0 || st_cli_int(cmd, "--threads", v, 0, 4096, &o->threads) ? -1 : 1;
+    if ((r = st_cli_opt(argc, argv, i, "--ctx", "-c", &v)))
+        return r < 0 || st_cli_int(cmd, "--ctx", v, 0, 1 << 24, &o->ctx) ? -1 : 1;
+    if ((r = st_cli_opt(argc, argv, i, "--batch", "-b", &v)))
+        return r < 0 || st_cli_int(cmd, "--batch", v, 1, 1 << 16, &o->batch) ? -1 : 1;
+    if (!strcmp(argv[*i], "--no-mmap")) {
+        o->no_in_place = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void st_cli_model_opts_help(FILE *f) {
+    fprintf(f,
+            "  -m, --model F.gguf     the model\n"
+            "  --backend NAME         module to run on (cpu, cuda, sim, ...; ref = scalar reference)\n"
+            "  --device N|NAME:N      device index (of --backend, else of `strata backends`' list)\n"
+            "  -t, --threads N        CPU worker threads (default: the module's choice)\n"
+            "  -c, --ctx N            context positions (default: min(training context, 4096))\n"
+            "  -b, --batch N          tokens per forward (default 512)\n"
+            "  --kv-type T            KV cache type: f16 (default), f32, q8_0\n"
+            "  --no-mmap              copy weights to the device even when it can read the file\n");
+}
+
+static int is_default_candidate(const st_backend_device *d) {
+    const char *v = d->props->vendor;
+    return strcmp(v, "cpu") && strcmp(v, "sim");
+}
+
+/* Chooses (api, index) per the options; fills s->reg/api/index/device_text. */
+static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o) {
+    if (o->backend && !strcmp(o->backend, "ref")) {
+        s->api = st_ref_device_api(1);
+        s->index = 0;
+        snprintf(s->device_text, sizeof s->device_text, "ref device 0: scalar reference (host)");
+        return 0;
+    }
+    if (o->threads > 0) st_backend_set_threads((unsigned)o->threads);
+    st_backend_options opt;
+    memset(&opt, 0, sizeof opt);
+    st_backend_registry *reg = st_backend_registry_open(&opt);
+    if (!reg) {
+        fprintf(stderr, "strata %s: out of memory opening the backend registry\n", cmd);
+        return -1;
+    }
+    s->reg = reg;
+    const uint32_t n = st_backend_registry_n_devices(reg);
+    const char *want_backend = o->backend;
+    long want_index = -1;
+    char name_buf[64];
+    if (o->device) {
+        const char *colon = strchr(o->device, ':');
+        if (colon) {
+            size_t l = (size_t)(colon - o->device) < sizeof name_buf - 1 ? (size_t)(colon - o->device) : sizeof name_buf - 1;
+            memcpy(name_buf, o->device, l);
+            name_buf[l] = 0;
+            want_backend = name_buf;
+            if (st_cli_int(cmd, "--device", colon + 1, 0, 1 << 20, &want_index)) return -1;
+        } else if (st_cli_int(cmd, "--device", o->device, 0, 1 << 20, &want_index)) {
+            return -1;
+        }
+    }
+    const st_backend_device *pick = NULL;
+    if (want_backend) {
+        for (uint32_t i = 0; i < n && !pick; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (strcmp(d->module->backend, want_backend) && strcmp(d->module->api->name, want_backend)) continue;
+            if (want_index >= 0 && d->index != (uint32_t)want_index) continue;
+            pick = d;
+        }
+        if (!pick) {
+            fprintf(stderr, "strata %s: no usable device of backend '%s'%s (see `strata backends`)\n", cmd,
+                    want_backend, want_index >= 0 ? " with that index" : "");
+            return -1;
+        }
+    } else if (want_index >= 0) {
+        if ((uint32_t)want_index >= n) {
+            fprintf(stderr, "strata %s: --device %ld: only %u usable device(s) (see `strata backends`)\n", cmd,
+                    want_index, n);
+            return -1;
+        }
+        pick = st_backend_registry_device(reg, (uint32_t)want_index);
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (is_default_candidate(d) && (!pick || d->props->mem_total > pick->props->mem_total)) pick = d;
+        }
+        for (uint32_t i = 0; i < n && !pick; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (!strcmp(d->props->vendor, "cpu")) pick = d;
+        }
+        if (!pick) {
+            fprintf(stderr, "strata %s: no usable device: no GPU and no CPU module loaded (see `strata backends`; "
+                    "--backend ref runs the slow scalar reference)\n", cmd);
+            return -1;
+        }
+    }
+    s->api = pick->module->api;
+    s->index = pick->index;
+    s->mem_bw_gbs = pick->props->mem_bw_gbs;
+    snprintf(s->device_text, sizeof s->device_text, "%s device %u: %s", pick->module->backend, pick->index,
+             pick->props->name);
+    return 0;
+}
+
+int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
+                int want_tok) {
+    char err[1024];
+    memset(s, 0, sizeof *s);
+    if (!o->model) {
+        fprintf(stderr, "strata %s: no model given (-m F.gguf)\n", cmd);
+        return -1;
+    }
+    s->g = st_gguf_open(o->model, err, sizeof err);
+    if (!s->g) {
+        fprintf(stderr, "strata %s: %s\n", cmd, err);
+        return -1;
+    }
+    if (want_tok) {
+        s->tok = st_tokenizer_from_gguf(s->g, err, sizeof err);
+        if (!s->tok) {
+            fprintf(stderr, "strata %s: tokenizer of %s: %s\n", cmd, o->model, err);
+            goto fail;
+        }
+    }
+    if (!mp) return 0; /* tokenizer only */
+    s->d = st_arch_describe(s->g, err, sizeof err);
+    if (!s->d) {
+        fprintf(stderr, "strata %s: %s: %s\n", cmd, o->model, err);
+        goto fail;
+    }
+    if (o->kv_type) mp->kv_type = (uint32_t)st_kv_type_from_name(o->kv_type);
+    if (o->ctx > 0) mp->n_ctx = (int32_t)o->ctx;
+    if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
+    if (o->no_in_place) mp->no_in_place = 1;
+    if (choose(cmd, s, o)) goto fail;
+    if (s->api->device_open(s->index, &s->dev) != ST_OK) {
+        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, s->api->last_error());
+        s->dev = NULL;
+        goto fail;
+    }
+    s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    if (!s->m) {
+        fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
+        goto fail;
+    }
+    return 0;
+fail:
+    st_cli_close(s);
+    return -1;
+}
+
+void st_cli_close(st_cli_session *s) {
+    st_model_free(s->m);
+    if (s->dev) s->api->device_close(s->dev);
+    if (s->reg) st_backend_registry_close(s->reg);
+    st_tokenizer_free(s->tok);
+    st_model_desc_free(s->d);
+    st_gguf_close(s->g);
+    memset(s, 0, sizeof *s);
+}
