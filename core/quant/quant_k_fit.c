@@ -10,7 +10,13 @@
 #define ST_FIT_STEPS 10 /* candidates on each side of the plain max-based scale */
 #define ST_FIT_MAX_N 256
 
-static int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+/* Nearest integer to v (halves away from zero) clamped to [lo, hi]; NaN -> 0 clamped. */
+static int round_clamp(double v, int lo, int hi) {
+    if (!(v == v)) v = 0;
+    if (v <= lo) return lo;
+    if (v >= hi) return hi;
+    return (int)lround(v);
+}
 
 static float signed_absmax(const float *x, int n) {
     float amax = 0.0f, mx = 0.0f;
@@ -73,7 +79,7 @@ float st_quant_fit_affine(int n, const float *x, int nmax, uint8_t *L, float *mi
     for (int step = -ST_FIT_STEPS; step <= ST_FIT_STEPS; step++) {
         double iscale = (nmax + 0.1 * step) / ((double)mx - mn);
         for (int j = 0; j < n; j++)
-            cand[j] = (uint8_t)clampi((int)lround(iscale * ((double)x[j] - mn)), 0, nmax);
+            cand[j] = (uint8_t)round_clamp(iscale * ((double)x[j] - mn), 0, nmax);
         double a, b, err = affine_lsq(n, x, cand, &a, &b);
         if (err < best_err) {
             best_err = err;
@@ -84,7 +90,7 @@ float st_quant_fit_affine(int n, const float *x, int nmax, uint8_t *L, float *mi
     }
     for (int it = 0; it < 2 && best_a > 0; it++) { /* requantize with the fitted scale */
         for (int j = 0; j < n; j++)
-            cand[j] = (uint8_t)clampi((int)lround(((double)x[j] - best_b) / best_a), 0, nmax);
+            cand[j] = (uint8_t)round_clamp(((double)x[j] - best_b) / best_a, 0, nmax);
         double a, b, err = affine_lsq(n, x, cand, &a, &b);
         if (!(err < best_err)) break;
         best_err = err;
@@ -122,7 +128,7 @@ float st_quant_fit_symmetric(int n, const float *x, int lo, int hi, int8_t *L) {
         double target = side == 0 ? (double)lo : (double)hi; /* level the extreme maps to */
         for (int step = -ST_FIT_STEPS; step <= ST_FIT_STEPS; step++) {
             double iscale = target * (1.0 + 0.025 * step) / mx;
-            for (int j = 0; j < n; j++) cand[j] = (int8_t)clampi((int)lround(iscale * x[j]), lo, hi);
+            for (int j = 0; j < n; j++) cand[j] = (int8_t)round_clamp(iscale * x[j], lo, hi);
             double s, score = sym_score(n, x, cand, &s);
             if (score > best) {
                 best = score;
@@ -132,7 +138,7 @@ float st_quant_fit_symmetric(int n, const float *x, int lo, int hi, int8_t *L) {
         }
     }
     for (int it = 0; it < 2 && best_scale != 0; it++) {
-        for (int j = 0; j < n; j++) cand[j] = (int8_t)clampi((int)lround(x[j] / best_scale), lo, hi);
+        for (int j = 0; j < n; j++) cand[j] = (int8_t)round_clamp(x[j] / best_scale, lo, hi);
         double s, score = sym_score(n, x, cand, &s);
         if (!(score > best)) break;
         best = score;

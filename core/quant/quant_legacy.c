@@ -13,9 +13,21 @@ static void qh_store(uint8_t qh[4], uint32_t v) {
     for (int i = 0; i < 4; i++) qh[i] = (uint8_t)(v >> (8 * i));
 }
 
-int st_quant_round(float v) { return (int)lroundf(v); }
+int st_quant_round(float v) {
+    if (!(v == v)) return 0; /* NaN */
+    if (v > 1e9f) return 1000000000;
+    if (v < -1e9f) return -1000000000;
+    return (int)lroundf(v);
+}
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* floor(v) clamped to [lo, hi] without an out-of-range float-to-int conversion; NaN -> lo. */
+static int floor_clamp(float v, int lo, int hi) {
+    if (!(v >= (float)lo)) return lo;
+    if (v >= (float)hi) return hi;
+    return (int)floorf(v);
+}
 
 /* Signed value of largest magnitude (first one on ties). */
 static float signed_absmax(const float *x, int n) {
@@ -57,8 +69,8 @@ void st_quant_q4_0(const float *src, void *dst, int64_t n) {
         float id = d != 0.0f ? 1.0f / d : 0.0f;
         b[i].d = st_f32_to_fp16(d);
         for (int j = 0; j < 16; j++) {
-            int q0 = clampi((int)floorf(src[j] * id + 8.5f), 0, 15);
-            int q1 = clampi((int)floorf(src[j + 16] * id + 8.5f), 0, 15);
+            int q0 = floor_clamp(src[j] * id + 8.5f, 0, 15);
+            int q1 = floor_clamp(src[j + 16] * id + 8.5f, 0, 15);
             b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }
     }
@@ -85,8 +97,8 @@ void st_quant_q4_1(const float *src, void *dst, int64_t n) {
         b[i].d = st_f32_to_fp16(d);
         b[i].m = st_f32_to_fp16(mn);
         for (int j = 0; j < 16; j++) {
-            int q0 = clampi((int)floorf((src[j] - mn) * id + 0.5f), 0, 15);
-            int q1 = clampi((int)floorf((src[j + 16] - mn) * id + 0.5f), 0, 15);
+            int q0 = floor_clamp((src[j] - mn) * id + 0.5f, 0, 15);
+            int q1 = floor_clamp((src[j + 16] - mn) * id + 0.5f, 0, 15);
             b[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
         }
     }
@@ -114,8 +126,8 @@ void st_quant_q5_0(const float *src, void *dst, int64_t n) {
         b[i].d = st_f32_to_fp16(d);
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
-            int q0 = clampi((int)floorf(src[j] * id + 16.5f), 0, 31);
-            int q1 = clampi((int)floorf(src[j + 16] * id + 16.5f), 0, 31);
+            int q0 = floor_clamp(src[j] * id + 16.5f, 0, 31);
+            int q1 = floor_clamp(src[j + 16] * id + 16.5f, 0, 31);
             b[i].qs[j] = (uint8_t)((q0 & 0xf) | ((q1 & 0xf) << 4));
             qh |= (uint32_t)(q0 >> 4) << j;
             qh |= (uint32_t)(q1 >> 4) << (j + 16);
@@ -149,8 +161,8 @@ void st_quant_q5_1(const float *src, void *dst, int64_t n) {
         b[i].m = st_f32_to_fp16(mn);
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
-            int q0 = clampi((int)floorf((src[j] - mn) * id + 0.5f), 0, 31);
-            int q1 = clampi((int)floorf((src[j + 16] - mn) * id + 0.5f), 0, 31);
+            int q0 = floor_clamp((src[j] - mn) * id + 0.5f, 0, 31);
+            int q1 = floor_clamp((src[j + 16] - mn) * id + 0.5f, 0, 31);
             b[i].qs[j] = (uint8_t)((q0 & 0xf) | ((q1 & 0xf) << 4));
             qh |= (uint32_t)(q0 >> 4) << j;
             qh |= (uint32_t)(q1 >> 4) << (j + 16);
