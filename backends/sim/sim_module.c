@@ -41,7 +41,7 @@ static int config_load(void) {
     return 1;
 }
 
-static uint64_t domain_id(uint32_t group) { return (g_cfg.hash ^ (0x51D0000000000000ull + group)) | 1u; }
+static uint64_t domain_id(uint32_t group) { return ((g_cfg.hash ^ 0x51D0000000000000ull) << 8) | (uint64_t)(group + 1); }
 
 /* ---- identity and probe --------------------------------------------------------------- */
 
