@@ -5,6 +5,7 @@
 #                          reference is fetched by ci/fetch-llama-ref.sh into a cache outside the
 #                          tree when absent, and the test is skipped only when that cannot reach
 #                          the network (exit 77)
+find_package(Threads REQUIRED)
 if(NOT DEFINED STRATA_LLAMA_REF_DIR)
   if(DEFINED ENV{STRATA_LLAMA_REF_DIR})
     set(_tok_ref_default "$ENV{STRATA_LLAMA_REF_DIR}")
@@ -22,7 +23,7 @@ add_test(NAME tokenizer.unit COMMAND test_tokenizer_unit)
 set_tests_properties(tokenizer.unit PROPERTIES LABELS "tokenizer")
 
 add_executable(test_tokenizer_llama_vocab ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer/test_tokenizer_llama_vocab.c)
-target_link_libraries(test_tokenizer_llama_vocab PRIVATE st_tokenizer st_gguf)
+target_link_libraries(test_tokenizer_llama_vocab PRIVATE st_tokenizer st_gguf Threads::Threads)
 add_test(NAME tokenizer.llama_vocab
          COMMAND test_tokenizer_llama_vocab ${STRATA_LLAMA_REF_DIR} ${PROJECT_SOURCE_DIR}/ci/fetch-llama-ref.sh)
 set_tests_properties(tokenizer.llama_vocab PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "tokenizer;reference")

@@ -2,7 +2,8 @@
  * models/ggml-vocab-<name>.gguf of the llama.cpp source (fetched by ci/fetch-llama-ref.sh into
  * a cache outside the repository), every case of <name>.gguf.inp must encode (add_special and
  * parse_special off) to exactly the ids on the same line of <name>.gguf.out, and the pieces
- * of those ids must give the input text back.
+ * of those ids must give the input text back. The cases are then encoded again from four
+ * threads sharing one tokenizer, which must give the same ids.
  *
  * File format (as read by llama.cpp's tests/test-tokenizer-0.cpp): the .inp file holds the
  * cases, each followed by the line "__ggml_vocab_test__"; line i of the .out file holds the
@@ -11,6 +12,7 @@
  * usage: test_tokenizer_llama_vocab REF_DIR FETCH_SCRIPT [VOCAB...]
  * Exit 0 when all pass, 1 on any mismatch or error, 77 (skip) when the reference is absent
  * and cannot be fetched because the network is unavailable. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,37 @@ static void print_ids(FILE *f, const st_tokenizer *t, const int32_t *ids, size_t
     fputc('\n', f);
 }
 
+/* The cases of one vocabulary, kept for the concurrent pass. */
+typedef struct tcase {
+    const char *text;
+    size_t len;
+    int32_t *exp;
+    size_t n_exp;
+} tcase;
+
+typedef struct tjob {
+    const st_tokenizer *t;
+    const tcase *cases;
+    int n_cases;
+    int mismatches;
+} tjob;
+
+/* Encodes every case a few times from one thread; counts results that differ. */
+static void *encode_all_cases(void *arg) {
+    tjob *j = arg;
+    for (int rep = 0; rep < 4; rep++) {
+        for (int i = 0; i < j->n_cases; i++) {
+            int32_t *ids = NULL;
+            const tcase *c = &j->cases[i];
+            int64_t n = st_tokenizer_encode_alloc(j->t, c->text, c->len, false, false, &ids);
+            if (n < 0 || (size_t)n != c->n_exp || (n && memcmp(ids, c->exp, (size_t)n * sizeof *ids) != 0))
+                j->mismatches++;
+            free(ids);
+        }
+    }
+    return NULL;
+}
+
 /* Parses one .out line into ids; returns the count. */
 static size_t parse_ids(const char *line, size_t len, int32_t *ids, size_t cap) {
     size_t n = 0, i = 0;
@@ -130,7 +163,8 @@ static int run_vocab(const char *models, const char *name, int *total_cases) {
     const char *sep = "\n__ggml_vocab_test__\n";
     size_t sep_len = strlen(sep);
     size_t ipos = 0, opos = 0;
-    int n_cases = 0, n_pass = 0, n_round = 0, shown = 0;
+    int n_cases = 0, n_pass = 0, n_round = 0, shown = 0, n_kept = 0;
+    tcase cases[512];
     int32_t *exp = malloc(65536 * sizeof *exp);
     double t_enc = 0;
     st_detok *d = st_detok_new(t, ST_DETOK_STRIP_LEADING_SPACE);
@@ -192,8 +226,35 @@ static int run_vocab(const char *models, const char *name, int *total_cases) {
             fprintf(stderr, "  got:     ");
             print_ids(stderr, t, ids, n > 0 ? (size_t)n : 0);
         }
+        if (n_kept < 512) {
+            tcase *c = &cases[n_kept];
+            c->exp = malloc((n_exp ? n_exp : 1) * sizeof *c->exp);
+            if (c->exp) {
+                c->text = cas;
+                c->len = clen;
+                c->n_exp = n_exp < 65536 ? n_exp : 65536;
+                memcpy(c->exp, exp, c->n_exp * sizeof *exp);
+                n_kept++;
+            }
+        }
         free(ids);
     }
+    /* the same cases from four threads at once on the one shared tokenizer */
+    tjob jobs[4];
+    pthread_t th[4];
+    int started = 0, mt_bad = 0;
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (tjob){t, cases, n_kept, 0};
+        if (pthread_create(&th[i], NULL, encode_all_cases, &jobs[i]) == 0) started++;
+        else break;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+        mt_bad += jobs[i].mismatches;
+    }
+    if (started != 4) mt_bad++;
+    for (int i = 0; i < n_kept; i++) free(cases[i].exp);
+    if (mt_bad) fprintf(stderr, "%s: %d mismatches when encoding from 4 threads\n", name, mt_bad);
     if (opos < out_len) {
         /* trailing lines must be empty */
         for (size_t i = opos; i < out_len; i++)
@@ -213,7 +274,7 @@ static int run_vocab(const char *models, const char *name, int *total_cases) {
     free(inp);
     free(out);
     st_tokenizer_free(t);
-    return (n_cases > 0 && n_pass == n_cases && n_round == n_cases) ? 0 : -1;
+    return (n_cases > 0 && n_pass == n_cases && n_round == n_cases && mt_bad == 0) ? 0 : -1;
 }
 
 static int dir_exists(const char *p) {
