@@ -94,6 +94,8 @@ int st_type_from_name(const char *name);
 /* Bytes of a row of n elements; 0 when n is not a multiple of the block size or type unknown. */
 size_t st_row_size(uint32_t type, int64_t n);
 
+/* Exact widening of IEEE half / bfloat16 bits to float, and narrowing with round to nearest
+ * even (overflow to inf, subnormals kept, NaN stays a quiet NaN). Pure functions. */
 float st_fp16_to_f32(st_fp16 h);
 st_fp16 st_f32_to_fp16(float f); /* round to nearest even */
 float st_bf16_to_f32(st_bf16 h);

@@ -97,6 +97,15 @@ static void test_matmul(void) {
     memset(out, 0, sizeof out);
     ST_CHECK(st_ref_matmul(&a) == ST_OK);
     ST_CHECK(out[0][0] == -2.0f && out[1][1] == 30.0f);
+    /* transposed output view: out[i][m] lands at ot[m][i] */
+    float ot[2][2];
+    a.x = st_ref_tensor_2d(x, ST_TYPE_F32, 3, 2);
+    a.out = st_ref_tensor_2d(ot, ST_TYPE_F32, 2, 2);
+    a.out.nb[0] = 2 * sizeof(float);
+    a.out.nb[1] = sizeof(float);
+    ST_CHECK(st_ref_matmul(&a) == ST_OK);
+    ST_CHECK(ot[0][0] == -2.0f && ot[1][0] == -2.0f && ot[0][1] == 12.0f && ot[1][1] == 30.0f);
+    a.out = st_ref_tensor_2d(out, ST_TYPE_F32, 2, 2);
     /* quantized weights agree with dequantize + double dot */
     enum { K = 256, M = 3 };
     static float wf[M][K], xf[2][K];
