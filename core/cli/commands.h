@@ -15,6 +15,7 @@ ST_CMD(st_cmd_logits);
 ST_CMD(st_cmd_bench);
 ST_CMD(st_cmd_serve);
 ST_CMD(st_cmd_profile_experts);
+ST_CMD(st_cmd_engine);
 #undef ST_CMD
 
 #endif

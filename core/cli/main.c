@@ -13,7 +13,7 @@ typedef struct {
 static int usage(FILE *f, const st_command *cmds, size_t n) {
     fprintf(f, "usage: strata <command> [options]   (strata <command> --help for details)\n\n");
     for (size_t i = 0; i < n; i++)
-        if (cmds[i].fn) fprintf(f, "  %-16s %s\n", cmds[i].name, cmds[i].help);
+        if (cmds[i].fn && cmds[i].help) fprintf(f, "  %-16s %s\n", cmds[i].name, cmds[i].help);
     return f == stderr ? 2 : 0;
 }
 
@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
         {"bench", st_cmd_bench, "measure prefill and decode speed"},
         {"serve", st_cmd_serve, "serve the OpenAI-compatible HTTP API"},
         {"profile-experts", st_cmd_profile_experts, "record which experts prompts route to"},
+        {"engine", st_cmd_engine, NULL}, /* started by `strata serve` */
     };
     const size_t n = sizeof cmds / sizeof cmds[0];
     if (argc < 2) return usage(stderr, cmds, n);

@@ -77,7 +77,7 @@ static void matmul_case(st_conf_ctx *c, uint32_t wt, uint32_t at, int64_t n, int
     double err = INFINITY;
     if (!c->alloc_failed && run_status(c, "matmul", c->ops->matmul(c->stream, &d))) {
         c->ref->matmul(NULL, &h);
-        err = st_conf_compare(c, &d.out, &h.out);
+        err = st_conf_compare_den(c, &d.out, &h.out, st_conf_dot_scale(c, &h.w, &h.x));
     }
     st_conf_case_end(c, name, err, weight_limit(wt) + act_limit(at));
 }

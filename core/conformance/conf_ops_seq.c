@@ -27,7 +27,7 @@ static int run_ok(st_conf_ctx *c, const char *op, st_status s) {
 
 /* Normalized error of selected rows of two buffers holding rows of `type`, compared as floats. */
 static double rows_error(uint32_t type, int64_t cols, size_t row_bytes, const char *got, const char *want,
-                         const int32_t *rows, int64_t n_rows) {
+                         const int32_t *rows, int64_t n_rows, const double *den_rows) {
     float a[4096], b[4096];
     double worst = 0;
     if (cols > 4096) return INFINITY;
@@ -40,6 +40,7 @@ static double rows_error(uint32_t type, int64_t cols, size_t row_bytes, const ch
             num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
             den += (double)b[j] * b[j];
         }
+        if (den_rows) den = den_rows[i];
         double e = den > 1e-30 ? num / den : num;
         if (e > worst) worst = e;
     }
@@ -92,8 +93,8 @@ void st_conf_kv_write(st_conf_ctx *c) {
                     int64_t nr = 0;
                     for (int64_t i = 0; i < n; i++)
                         for (int64_t hh = 0; hh < n_kv; hh++) rows[nr++] = (int32_t)(cells[i] * n_kv + hh);
-                    double ek = rows_error(cache_t, hd, (size_t)cache.nb[1], gk, h.k_cache.data, rows, nr);
-                    double ev = rows_error(cache_t, hd, (size_t)cache.nb[1], gv, h.v_cache.data, rows, nr);
+                    double ek = rows_error(cache_t, hd, (size_t)cache.nb[1], gk, h.k_cache.data, rows, nr, NULL);
+                    double ev = rows_error(cache_t, hd, (size_t)cache.nb[1], gv, h.v_cache.data, rows, nr, NULL);
                     err = ek > ev ? ek : ev;
                     /* cells not written must keep their bytes */
                     for (int64_t cell = 0; cell < n_cells && err < INFINITY; cell++) {
@@ -239,8 +240,19 @@ static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign,
     if (!c->alloc_failed && run_ok(c, "moe_matmul", c->ops->moe_matmul(c->stream, &d))) {
         c->ref->moe_matmul(NULL, &h);
         const char *got = st_conf_download(c, d.out.data, st_conf_nbytes(&o));
-        if (got) {
-            err = rows_error(ST_TYPE_F32, M, (size_t)o.nb[1], got, h.out.data, live, n_live);
+        double *den = st_conf_host(c, sizeof(double) * (size_t)(n_live ? n_live : 1));
+        for (int32_t i = 0; den && i < n_live; i++) { /* scale of each row's dot products */
+            int32_t a = live[i];
+            st_tensor ws = h.w, xs = h.x;
+            ws.data = (char *)h.w.data + (size_t)table[expert[a]] * (size_t)h.w.nb[2];
+            ws.ne[2] = 1;
+            xs.data = (char *)h.x.data + (size_t)x_row[a] * (size_t)h.x.nb[1];
+            xs.ne[1] = 1;
+            double *d1 = st_conf_dot_scale(c, &ws, &xs);
+            den[i] = d1 ? d1[0] * (scale ? (double)scale[a] * scale[a] : 1.0) : 0;
+        }
+        if (got && den) {
+            err = rows_error(ST_TYPE_F32, M, (size_t)o.nb[1], got, h.out.data, live, n_live, den);
             /* rows of non-resident experts stay untouched */
             for (int32_t a = 0; a < n_assign; a++) {
                 if (table[expert[a]] >= 0) continue;

@@ -149,6 +149,35 @@ static double load_act(uint32_t type, const void *row, int64_t i) {
 }
 
 double st_conf_compare(st_conf_ctx *c, const st_tensor *dev, const st_tensor *host) {
+    return st_conf_compare_den(c, dev, host, NULL);
+}
+
+double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x) {
+    int64_t K = w->ne[0], M = w->ne[1], n = x->ne[1];
+    double *den = st_conf_host(c, sizeof(double) * (size_t)n);
+    double *w2 = calloc((size_t)K, sizeof(double));
+    float *row = malloc(sizeof(float) * (size_t)K);
+    if (!den || !w2 || !row) {
+        free(w2);
+        free(row);
+        return NULL;
+    }
+    for (int64_t m = 0; m < M; m++) { /* column sums of w^2 */
+        st_dequantize_row(w->type, (const char *)w->data + m * w->nb[1], row, K);
+        for (int64_t k = 0; k < K; k++) w2[k] += (double)row[k] * row[k];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        st_dequantize_row(x->type, (const char *)x->data + i * x->nb[1], row, K);
+        double s = 0;
+        for (int64_t k = 0; k < K; k++) s += w2[k] * row[k] * row[k];
+        den[i] = s;
+    }
+    free(w2);
+    free(row);
+    return den;
+}
+
+double st_conf_compare_den(st_conf_ctx *c, const st_tensor *dev, const st_tensor *host, const double *den_rows) {
     size_t bytes = st_conf_nbytes(host);
     const char *got = st_conf_download(c, dev->data, bytes);
     if (!got) return INFINITY;
@@ -164,6 +193,7 @@ double st_conf_compare(st_conf_ctx *c, const st_tensor *dev, const st_tensor *ho
             num += (g - w) * (g - w);
             den += w * w;
         }
+        if (den_rows) den = den_rows[r];
         double e = num / (den > 1e-30 ? den : 1e-30);
         if (den <= 1e-30 && num <= 1e-30) e = 0;
         if (e > worst) worst = e;

@@ -59,6 +59,12 @@ void st_conf_output_pair(st_conf_ctx *c, const st_tensor *like, st_tensor *host,
 /* Largest per-row normalized squared error between device output (downloaded from `dev`) and
  * the reference `host`, for F32/F16/BF16 views; NaN in the device output gives +inf. */
 double st_conf_compare(st_conf_ctx *c, const st_tensor *dev, const st_tensor *host);
+/* Same, with each row's squared error divided by den[row] instead of the row's sum of squares
+ * (for dot products: the sum of squared products, which does not vanish when outputs cancel). */
+double st_conf_compare_den(st_conf_ctx *c, const st_tensor *dev, const st_tensor *host, const double *den);
+/* den[i] = sum over outputs m and inputs k of (w[m][k] * x[i][k])^2 for a matmul w [M][K] by
+ * x [n][K] (host tensors); malloc'ed [n], owned by the case. NULL on out-of-memory. */
+double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x);
 /* Nonzero when two int32 device/host arrays of n items differ; writes the first index. */
 int st_conf_compare_i32(st_conf_ctx *c, const int32_t *dev, const int32_t *host, size_t n, size_t *first);
 
