@@ -59,3 +59,12 @@ if(TARGET strata-sim)
               -DWORK=${CMAKE_CURRENT_BINARY_DIR}/backend_cli_work -P ${ST_TB_SRC}/cli_json.cmake)
   endif()
 endif()
+
+# The POWER side of the variant choice, where a cross compiler and qemu are installed.
+find_program(ST_PPC_CC powerpc64le-linux-gnu-gcc)
+find_program(ST_QEMU_PPC qemu-ppc64le)
+if(ST_PPC_CC AND ST_QEMU_PPC AND NOT STRATA_ARCH_PPC64LE)
+  add_test(NAME backend_variant_ppc64le
+    COMMAND ${CMAKE_COMMAND} -DCC=${ST_PPC_CC} -DQEMU=${ST_QEMU_PPC} -DSRC=${PROJECT_SOURCE_DIR}
+            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/ppc_variant -P ${ST_TB_SRC}/ppc_variant.cmake)
+endif()

@@ -127,7 +127,18 @@ if(p_reason LESS 0)
   fail("table lacks the abi2 reason:\n${table}")
 endif()
 
-# 5. bad arguments: exit 2
+# 5. the host log: STRATA_LOG=info shows the loader's per-module lines on stderr, the default does not
+execute_process(COMMAND ${CMAKE_COMMAND} -E env STRATA_LOG=info STRATA_SIM=devices=1 ${exe} backends --json
+                OUTPUT_QUIET ERROR_VARIABLE log_info)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=STRATA_LOG STRATA_SIM=devices=1 ${exe} backends --json
+                OUTPUT_QUIET ERROR_VARIABLE log_default)
+string(FIND "${log_info}" "strata[host] info: " p_info)
+string(FIND "${log_default}" "strata[host] info: " p_default)
+if(p_info LESS 0 OR NOT p_default LESS 0)
+  fail("STRATA_LOG filtering: info run stderr='${log_info}', default run stderr='${log_default}'")
+endif()
+
+# 6. bad arguments: exit 2
 execute_process(COMMAND ${exe} backends --threads many RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if(NOT rc EQUAL 2)
   fail("--threads many: exit ${rc}, expected 2")
