@@ -173,6 +173,7 @@ int st_gguf_arr_copy_f32(const st_gguf *g, const char *key, float *dst, uint64_t
 
 /* ---- tensors (of all shards, in file order: shard 0 first) ---- */
 
+/* Number of tensors over all shards. */
 int64_t st_gguf_tensor_count(const st_gguf *g);
 /* Tensor i; NULL if out of range. */
 const st_gguf_tensor *st_gguf_tensor_at(const st_gguf *g, int64_t i);
