@@ -269,6 +269,99 @@ static void split_trailing_space(scan *s) {
     emit(s, s->e);
 }
 
+/* "\p{N}{1,3}": digits in groups of at most three; everything else is left between. */
+static void split_digit_groups(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        if (!(s->fl[pos] & F_N)) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        size_t start = pos;
+        while (pos < s->e && (s->fl[pos] & F_N) && pos - start < 3) pos++;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
+/* "[一-龥぀-ゟ゠-ヿ]+": CJK ideographs, hiragana and katakana. */
+static const cp_range ds3_cjk[] = {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}};
+
+static void split_cjk_kana(scan *s) {
+    size_t pos = s->b;
+    const size_t nr = sizeof ds3_cjk / sizeof ds3_cjk[0];
+    while (pos < s->e) {
+        if (!in_ranges(s->cp[pos], ds3_cjk, nr)) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        while (pos < s->e && in_ranges(s->cp[pos], ds3_cjk, nr)) pos++;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
+static bool is_ascii_letter(uint32_t c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static bool is_ascii_punct(uint32_t c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+}
+
+#define F_P ST_UCAT_PUNCT
+#define F_S ST_UCAT_SYMBOL
+
+/* DeepSeek-V3's main expression, alternatives tried in order at each position:
+ *   [!-/:-@[-`{-~][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ | ?[\p{P}\p{S}]+[\r\n]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * Returns the match length at pos, 0 when none matches there. */
+static size_t ds3_match(const scan *s, size_t pos) {
+    uint32_t c = s->cp[pos], f = s->fl[pos], fn = fl_at(s, pos + 1);
+    size_t i;
+    if (is_ascii_punct(c) && pos + 1 < s->e && is_ascii_letter(s->cp[pos + 1])) {
+        for (i = pos + 1; i < s->e && is_ascii_letter(s->cp[i]); i++) {
+        }
+        return i - pos;
+    }
+    bool lead_ok = c != '\r' && c != '\n' && !(f & (F_L | F_P | F_S));
+    if ((lead_ok && (fn & (F_L | F_M))) || (f & (F_L | F_M))) {
+        for (i = pos + 1; fl_at(s, i) & (F_L | F_M); i++) {
+        }
+        return i - pos;
+    }
+    if ((f & (F_P | F_S)) || (c == ' ' && (fn & (F_P | F_S)))) {
+        i = pos + (c == ' ');
+        while (fl_at(s, i) & (F_P | F_S)) i++;
+        while (i < s->e && (s->cp[i] == '\r' || s->cp[i] == '\n')) i++;
+        return i - pos;
+    }
+    size_t nws = 0, last_nl = 0;
+    while (fl_at(s, pos + nws) & F_SP) {
+        uint32_t w = s->cp[pos + nws];
+        if (w == '\r' || w == '\n') last_nl = pos + nws + 1;
+        nws++;
+    }
+    if (last_nl) return last_nl - pos;
+    if (nws > 1 && pos + nws < s->e) return nws - 1;
+    return nws;
+}
+
+static void split_ds3_main(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        size_t k = ds3_match(s, pos);
+        if (k == 0) { /* no alternative matches here: part of the stretch between matches */
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        pos += k;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -283,6 +376,9 @@ typedef enum step_kind {
     STEP_NUMBER,
     STEP_SP_LETTERS,
     STEP_SP_PUNCT,
+    STEP_DIGIT_GROUPS,
+    STEP_CJK_KANA,
+    STEP_DS3_MAIN,
 } step_kind;
 
 static void run_step(scan *s, step_kind k) {
@@ -300,6 +396,9 @@ static void run_step(scan *s, step_kind k) {
     case STEP_NUMBER: split_set(s, SET_NUMBER, false, true); break;
     case STEP_SP_LETTERS: split_set(s, SET_LETTER, true, false); break;
     case STEP_SP_PUNCT: split_set(s, SET_PUNCT_CAT, true, false); break;
+    case STEP_DIGIT_GROUPS: split_digit_groups(s); break;
+    case STEP_CJK_KANA: split_cjk_kana(s); break;
+    case STEP_DS3_MAIN: split_ds3_main(s); break;
     }
 }
 
@@ -311,6 +410,8 @@ static const step_kind steps_ds_llm[] = {STEP_NEWLINES, STEP_DS_LATIN, STEP_DS_P
                                          STEP_TRAILING_SPACE, STEP_DS_CJK, STEP_NUMBERS};
 static const step_kind steps_ds_coder[] = {STEP_NEWLINES, STEP_SP_LETTERS, STEP_SP_PUNCT,
                                            STEP_DS_CJK, STEP_NUMBER};
+
+static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3_MAIN};
 
 typedef struct pretok_def {
     const char *name;
@@ -326,6 +427,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_QWEN35] = DEF("qwen35", steps_qwen35),
     [ST_PRETOK_DEEPSEEK_LLM] = DEF("deepseek-llm", steps_ds_llm),
     [ST_PRETOK_DEEPSEEK_CODER] = DEF("deepseek-coder", steps_ds_coder),
+    [ST_PRETOK_DEEPSEEK3] = DEF("deepseek-v3", steps_ds3),
 };
 
 const char *st_pretok_name(st_pretok kind) {

@@ -15,6 +15,7 @@ typedef enum st_pretok {
     ST_PRETOK_QWEN35,         /* as qwen2, letters runs also take \p{M} */
     ST_PRETOK_DEEPSEEK_LLM,   /* six sequential splits (newlines, latin words, punct, ...) */
     ST_PRETOK_DEEPSEEK_CODER, /* five sequential splits */
+    ST_PRETOK_DEEPSEEK3,      /* DeepSeek-V3/R1: digit groups, CJK/kana runs, then words */
     ST_PRETOK_COUNT
 } st_pretok;
 

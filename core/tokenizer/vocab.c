@@ -120,7 +120,7 @@ typedef struct pre_alias {
     unsigned flags;
 } pre_alias;
 
-enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2, PRE_NO_BOS = 4 };
+enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2 };
 
 /* tokenizer.ggml.pre values whose split rules are one of the implemented kinds. */
 static const pre_alias pre_aliases[] = {
@@ -138,8 +138,8 @@ static const pre_alias pre_aliases[] = {
     {"pixtral", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"dbrx", ST_PRETOK_LLAMA3, 0},
     {"smaug-bpe", ST_PRETOK_LLAMA3, 0},
-    {"glm4", ST_PRETOK_LLAMA3, PRE_NO_BOS},
-    {"chatglm-bpe", ST_PRETOK_LLAMA3, PRE_NO_BOS},
+    {"glm4", ST_PRETOK_LLAMA3, 0},
+    {"chatglm-bpe", ST_PRETOK_LLAMA3, 0},
     {"qwen2", ST_PRETOK_QWEN2, 0},
     {"deepseek-r1-qwen", ST_PRETOK_QWEN2, 0},
     {"megrez", ST_PRETOK_QWEN2, 0},
@@ -148,6 +148,7 @@ static const pre_alias pre_aliases[] = {
     {"qwen35", ST_PRETOK_QWEN35, 0},
     {"deepseek-llm", ST_PRETOK_DEEPSEEK_LLM, 0},
     {"deepseek-coder", ST_PRETOK_DEEPSEEK_CODER, 0},
+    {"deepseek-v3", ST_PRETOK_DEEPSEEK3, 0},
 };
 
 /* ---- special tokens by name -------------------------------------------------------------- */
@@ -414,7 +415,6 @@ static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned 
     t->eom = resolve_id(t, cfg->eom_id, ST_TOKEN_NONE);
     t->sep = resolve_id(t, cfg->sep_id, ST_TOKEN_NONE);
     t->pad = resolve_id(t, cfg->pad_id, ST_TOKEN_NONE);
-    if (pre_flags & PRE_NO_BOS) t->bos = ST_TOKEN_NONE;
     t->add_bos = cfg->add_bos >= 0 ? cfg->add_bos != 0 : (spm || (pre_flags & PRE_ADD_BOS));
     t->add_eos = cfg->add_eos >= 0 ? cfg->add_eos != 0 : false;
     t->add_space_prefix = spm && (cfg->add_space_prefix >= 0 ? cfg->add_space_prefix != 0 : true);

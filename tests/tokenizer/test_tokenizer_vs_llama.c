@@ -7,11 +7,15 @@
  *     four add_special x parse_special settings, plus the whole llama.cpp README;
  *   - the piece of every token id, with and without special rendering;
  *   - BOS / EOS / EOT ids and the end-of-generation flag of every token.
+ * Pre-tokenizers without a vocabulary of their own in llama.cpp's tree are checked on
+ * variants: a copy of an existing vocabulary file with tokenizer.ggml.pre changed (the split
+ * rules are what differs; any vocabulary exercises them).
  * usage: test_tokenizer_vs_llama MODELS_DIR [N_TEXTS] [VOCAB...]   (exit 0 = no difference) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "llama.h"
 
@@ -21,6 +25,17 @@
 static const char *const default_vocabs[] = {
     "llama-spm", "phi-3", "llama-bpe", "qwen2", "qwen35", "deepseek-llm", "deepseek-coder", "gpt-2",
 };
+
+/* Pre-tokenizers checked on a copy of another vocabulary. */
+static const struct {
+    const char *base, *pre;
+} variants[] = {
+    {"deepseek-llm", "deepseek-v3"},
+    {"llama-bpe", "glm4"},
+    {"qwen2", "deepseek-r1-qwen"},
+};
+
+static char readme[4096]; /* llama.cpp's README.md: a long real document */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rng(void) {
@@ -144,9 +159,89 @@ static char *read_file(const char *path, size_t *len) {
     return b;
 }
 
+/* Writes a copy of the GGUF at src (metadata only) to dst with tokenizer.ggml.pre = pre. */
+static int write_variant(const char *src, const char *dst, const char *pre) {
+    char err[512];
+    st_gguf *g = st_gguf_open(src, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "variant: %s\n", err);
+        return -1;
+    }
+    st_gguf_writer *w = st_gguf_writer_new();
+    int rc = w ? 0 : -1;
+    for (int64_t i = 0; rc == 0 && i < st_gguf_kv_count(g); i++) {
+        const char *key = st_gguf_kv_key(g, i);
+        st_gguf_value v;
+        if (st_gguf_kv_get(g, i, &v) != ST_GGUF_OK) {
+            rc = -1;
+            break;
+        }
+        if (!strcmp(key, "tokenizer.ggml.pre")) continue;
+        switch (v.type) {
+        case ST_GGUF_TYPE_STRING: rc = st_gguf_writer_set_str(w, key, v.v.str.ptr); break;
+        case ST_GGUF_TYPE_BOOL: rc = st_gguf_writer_set_bool(w, key, v.v.u64 != 0); break;
+        case ST_GGUF_TYPE_U8: case ST_GGUF_TYPE_U16: case ST_GGUF_TYPE_U32:
+            rc = st_gguf_writer_set_u32(w, key, (uint32_t)v.v.u64);
+            break;
+        case ST_GGUF_TYPE_U64: rc = st_gguf_writer_set_u64(w, key, v.v.u64); break;
+        case ST_GGUF_TYPE_I8: case ST_GGUF_TYPE_I16: case ST_GGUF_TYPE_I32:
+            rc = st_gguf_writer_set_i32(w, key, (int32_t)v.v.i64);
+            break;
+        case ST_GGUF_TYPE_I64: rc = st_gguf_writer_set_i64(w, key, v.v.i64); break;
+        case ST_GGUF_TYPE_F32: rc = st_gguf_writer_set_f32(w, key, (float)v.v.f64); break;
+        case ST_GGUF_TYPE_F64: rc = st_gguf_writer_set_f64(w, key, v.v.f64); break;
+        case ST_GGUF_TYPE_ARRAY:
+            if (v.v.arr.type == ST_GGUF_TYPE_STRING) {
+                uint64_t n = v.v.arr.len;
+                const char **strs = malloc((n ? n : 1) * sizeof *strs);
+                for (uint64_t j = 0; strs && j < n; j++) {
+                    st_gguf_value e;
+                    strs[j] = st_gguf_arr_get(g, i, j, &e) == ST_GGUF_OK ? e.v.str.ptr : "";
+                }
+                rc = strs ? st_gguf_writer_set_arr_str(w, key, strs, n) : -1;
+                free(strs);
+            } else {
+                rc = st_gguf_writer_set_arr(w, key, v.v.arr.type, st_gguf_arr_data(g, i), v.v.arr.len);
+            }
+            break;
+        default: rc = -1;
+        }
+    }
+    if (rc == 0) rc = st_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    if (rc == 0) rc = st_gguf_writer_begin(w, dst);
+    if (rc == 0) rc = st_gguf_writer_finish(w);
+    if (rc != 0) fprintf(stderr, "variant %s: %s\n", dst, w ? st_gguf_writer_error(w) : "out of memory");
+    st_gguf_writer_free(w);
+    st_gguf_close(g);
+    return rc;
+}
+
+static int run_vocab_path(const char *path, const char *name, int n_texts);
+
 static int run_vocab(const char *models, const char *name, int n_texts) {
-    char path[4096], err[512];
+    char path[4096];
     snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", models, name);
+    return run_vocab_path(path, name, n_texts);
+}
+
+/* Checks pre-tokenizer `pre` on a copy of vocabulary `base`. */
+static int run_variant(const char *models, const char *base, const char *pre, int n_texts) {
+    char src[4096], dst[4096], name[128];
+    snprintf(src, sizeof src, "%s/ggml-vocab-%s.gguf", models, base);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dst, sizeof dst, "%s/strata-tok-%ld-%s.gguf", tmp && tmp[0] ? tmp : "/tmp", (long)getpid(), pre);
+    snprintf(name, sizeof name, "%s@%s", pre, base);
+    if (write_variant(src, dst, pre) != 0) {
+        remove(dst);
+        return -1;
+    }
+    int rc = run_vocab_path(dst, name, n_texts);
+    remove(dst);
+    return rc;
+}
+
+static int run_vocab_path(const char *path, const char *name, int n_texts) {
+    char err[512];
     struct llama_model_params mp = llama_model_default_params();
     mp.vocab_only = true;
     struct llama_model *model = llama_model_load_from_file(path, mp);
@@ -214,8 +309,6 @@ static int run_vocab(const char *models, const char *name, int n_texts) {
         }
     }
     /* a long real document */
-    char readme[4096];
-    snprintf(readme, sizeof readme, "%s/../README.md", models);
     size_t rl = 0;
     char *doc = read_file(readme, &rl);
     if (doc) {
@@ -237,6 +330,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     int n_texts = argc > 2 ? atoi(argv[2]) : 2000;
+    snprintf(readme, sizeof readme, "%s/../README.md", argv[1]);
     llama_log_set(quiet, NULL);
     llama_backend_init();
     int failed = 0;
@@ -245,6 +339,8 @@ int main(int argc, char **argv) {
     } else {
         for (size_t i = 0; i < sizeof default_vocabs / sizeof default_vocabs[0]; i++)
             failed += run_vocab(argv[1], default_vocabs[i], n_texts) != 0;
+        for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+            failed += run_variant(argv[1], variants[i].base, variants[i].pre, n_texts) != 0;
     }
     llama_backend_free();
     printf("%s: %d vocabularies differ from llama.cpp\n", failed ? "FAIL" : "PASS", failed);
