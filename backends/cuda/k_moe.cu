@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(ST_MOE_THREADS) k_moe_gemv(st_moe_params p) {
         st_moe_gather(p, slot, base, list, &cnt);
         __syncthreads();
         int c = cnt;
+        __syncthreads(); /* everyone has read cnt before the next gather adds to it */
         const bool last = base + ST_MOE_THREADS >= p.n_assign;
         while (c >= ST_GEMV_COLS || (last && c > 0)) {
             const int nc = c < ST_GEMV_COLS ? c : ST_GEMV_COLS;
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
         st_moe_gather(p, slot, base, list, &cnt);
         __syncthreads();
         int c = cnt;
+        __syncthreads(); /* everyone has read cnt before the next gather adds to it */
         const bool last = base + ST_TILE_THREADS >= p.n_assign;
         while (c >= ST_TILE_N || (last && c > 0)) {
             const int nc = c < ST_TILE_N ? c : ST_TILE_N;
