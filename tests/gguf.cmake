@@ -31,7 +31,7 @@ if(TARGET strata AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/gguf/gguf_write_sample.c
   add_test(NAME gguf.cli_sample COMMAND strata gguf ${ST_GGUF_TEST_DIR}/sample_moe.gguf)
   set_tests_properties(gguf.cli_sample PROPERTIES FIXTURES_REQUIRED gguf_sample
     PASS_REGULAR_EXPRESSION
-    "blk\\.\\[0-39\\]\\.ffn_up_exps\\.weight +8 x \\[64, 32\\] +Q8_0 +696320.*total: 163 tensors")
+    "blk\\.\\[0-39\\]\\.attn_v\\.weight +\\[64, 64\\] +F16\\+Q8_0 .*blk\\.\\[0-39\\]\\.ffn_up_exps\\.weight +8 x \\[64, 32\\] +Q8_0 +696320.*total: 203 tensors")
   add_test(NAME gguf.cli_sample_all COMMAND strata gguf --all ${ST_GGUF_TEST_DIR}/sample_moe.gguf)
   set_tests_properties(gguf.cli_sample_all PROPERTIES FIXTURES_REQUIRED gguf_sample
     PASS_REGULAR_EXPRESSION "blk\\.39\\.ffn_up_exps\\.weight +\\[64, 32, 8\\] +Q8_0 +17408")

@@ -150,6 +150,7 @@ typedef struct group {
     int64_t count;
     uint64_t bytes;
     int mixed_shape, mixed_type;
+    uint64_t type_mask; /* bit per type id < 64 seen in the group */
 } group;
 
 static uint64_t hash_str(const char *s)
@@ -173,7 +174,7 @@ static void print_row(const char *name, const st_gguf_tensor *t, const char *sha
     (void)t;
     char hb[32];
     human_bytes(hb, sizeof hb, bytes);
-    printf("  %-44s %-24s %-7s %14" PRIu64 "  %s\n", name, shape, type, bytes, hb);
+    printf("  %-44s %-24s %-10s %14" PRIu64 "  %s\n", name, shape, type, bytes, hb);
 }
 
 static int print_grouped(const st_gguf *g)
@@ -216,6 +217,10 @@ static int print_grouped(const st_gguf *g)
         q->bytes += t->nbytes;
         q->mixed_shape |= !same_shape(q->first, t);
         q->mixed_type |= q->first->type != t->type;
+        if (t->type < 64)
+            q->type_mask |= 1ull << t->type;
+        else
+            q->type_mask |= 1ull << 63;
     }
     if (ng)
         printf("  -- %" PRId64 " per-layer tensors in %" PRId64 " patterns (--all lists each) --\n",
@@ -233,7 +238,16 @@ static int print_grouped(const st_gguf *g)
             snprintf(shape, sizeof shape, "(mixed shapes)");
         else
             shape_str(shape, sizeof shape, q->first, expert);
-        print_row(name, q->first, shape, q->mixed_type ? "mixed" : st_gguf_tensor_type_name(q->first->type),
+        char types[96] = "";
+        if (q->mixed_type) {
+            /* e.g. "Q4_K+Q6_K": quantization mixes differ per layer */
+            size_t o = 0;
+            for (uint32_t ty = 0; ty < 64 && o < sizeof types; ty++)
+                if (q->type_mask >> ty & 1)
+                    o += (size_t)snprintf(types + o, sizeof types - o, "%s%s", o ? "+" : "",
+                                          ty < 63 ? st_gguf_tensor_type_name(ty) : "other");
+        }
+        print_row(name, q->first, shape, q->mixed_type ? types : st_gguf_tensor_type_name(q->first->type),
                   q->bytes);
     }
     free(slots);
@@ -311,7 +325,7 @@ int st_cmd_gguf(int argc, char **argv)
     print_metadata(g, all);
     int64_t n = st_gguf_tensor_count(g);
     printf("\ntensors: %" PRId64 "\n", n);
-    printf("  %-44s %-24s %-7s %14s\n", "name", "shape (ne0 first)", "type", "bytes");
+    printf("  %-44s %-24s %-10s %14s\n", "name", "shape (ne0 first)", "type", "bytes");
     int rc = 0;
     if (all) {
         for (int64_t i = 0; i < n; i++) {

@@ -1,5 +1,6 @@
 /* Writes a MoE-shaped sample for the `strata gguf` command's tests: 40 layers, each with
- * attention, a router and 8 experts, Q8_0 and F32 tensors (zero data). Usage: PATH. */
+ * attention (attn_v mixing F16 and Q8_0 over layers), a router and 8 experts,
+ * Q8_0, F16 and F32 tensors (zero data). Usage: PATH. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
         st_gguf_writer_add_tensor(w, name, ST_TYPE_F32, 1, norm);
         snprintf(name, sizeof name, "blk.%d.attn_q.weight", l);
         st_gguf_writer_add_tensor(w, name, ST_TYPE_Q8_0, 2, q);
+        snprintf(name, sizeof name, "blk.%d.attn_v.weight", l); /* a per-layer type mix */
+        st_gguf_writer_add_tensor(w, name, l % 4 ? ST_TYPE_F16 : ST_TYPE_Q8_0, 2, q);
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
         st_gguf_writer_add_tensor(w, name, ST_TYPE_F32, 2, router);
         snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", l);
