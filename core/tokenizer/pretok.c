@@ -362,6 +362,94 @@ static void split_ds3_main(scan *s) {
     emit(s, s->e);
 }
 
+/* ---- GPT-4o / Llama 4 ----------------------------------------------------------------------
+ *   [^\r\n\p{L}\p{N}]?UPPER*LOWER+(CONTRACTION)? | [^\r\n\p{L}\p{N}]?UPPER+LOWER*(CONTRACTION)?
+ *   | \p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * as the reference evaluates it: UPPER is a letter other than a-z and LOWER a letter other
+ * than A-Z, so a non-ASCII letter counts as both. */
+static bool o_upper(const scan *s, size_t i) {
+    return i < s->e && (s->fl[i] & F_L) && !(s->cp[i] >= 'a' && s->cp[i] <= 'z');
+}
+static bool o_lower(const scan *s, size_t i) {
+    return i < s->e && (s->fl[i] & F_L) && !(s->cp[i] >= 'A' && s->cp[i] <= 'Z');
+}
+
+/* UPPER*LOWER+ (upper_first = 0) or UPPER+LOWER* (1) at q with backtracking; end or 0. */
+static size_t o_word(const scan *s, size_t q, int upper_first) {
+    size_t u = 0;
+    while (o_upper(s, q + u)) u++;
+    if (upper_first) {
+        if (u == 0) return 0;
+        size_t i = q + u;
+        while (o_lower(s, i)) i++;
+        return i;
+    }
+    for (size_t k = u + 1; k-- > 0;) { /* longest UPPER* first, then shorter */
+        if (!o_lower(s, q + k)) continue;
+        size_t i = q + k;
+        while (o_lower(s, i)) i++;
+        return i;
+    }
+    return 0;
+}
+
+/* Optional contraction ('s 't 're 've 'm 'll 'd, either case) at i: its end. */
+static size_t o_contraction(const scan *s, size_t i) {
+    if (i >= s->e || s->cp[i] != '\'') return i;
+    uint32_t a = ascii_lower(cp_at(s, i + 1)), b = ascii_lower(cp_at(s, i + 2));
+    if (i + 1 < s->e && (a == 's' || a == 't' || a == 'm' || a == 'd')) return i + 2;
+    if (i + 2 < s->e && ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')))
+        return i + 3;
+    return i;
+}
+
+static size_t gpt4o_match(const scan *s, size_t pos) {
+    uint32_t c = s->cp[pos], f = s->fl[pos];
+    bool prefix_ok = c != '\r' && c != '\n' && !(f & (F_L | F_N));
+    for (int alt = 0; alt < 2; alt++) {
+        size_t end = 0;
+        if (prefix_ok) end = o_word(s, pos + 1, alt);
+        if (!end) end = o_word(s, pos, alt);
+        if (end) return o_contraction(s, end) - pos;
+    }
+    if (f & F_N) {
+        size_t i = pos;
+        while (i < s->e && (s->fl[i] & F_N) && i - pos < 3) i++;
+        return i - pos;
+    }
+    uint32_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
+    if (f2 && !(f2 & (F_SP | F_L | F_N))) {
+        size_t i = pos + (c == ' ');
+        while (i < s->e && !(s->fl[i] & (F_SP | F_L | F_N))) i++;
+        while (i < s->e && (s->cp[i] == '\r' || s->cp[i] == '\n' || s->cp[i] == '/')) i++;
+        return i - pos;
+    }
+    size_t nws = 0, last_nl = 0;
+    while (fl_at(s, pos + nws) & F_SP) {
+        uint32_t w = s->cp[pos + nws];
+        if (w == '\r' || w == '\n') last_nl = pos + nws + 1;
+        nws++;
+    }
+    if (last_nl) return last_nl - pos;
+    if (nws > 1 && pos + nws < s->e) return nws - 1;
+    return nws;
+}
+
+static void split_gpt4o(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        size_t k = gpt4o_match(s, pos);
+        if (k == 0) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        pos += k;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -379,6 +467,7 @@ typedef enum step_kind {
     STEP_DIGIT_GROUPS,
     STEP_CJK_KANA,
     STEP_DS3_MAIN,
+    STEP_GPT4O,
 } step_kind;
 
 static void run_step(scan *s, step_kind k) {
@@ -399,6 +488,7 @@ static void run_step(scan *s, step_kind k) {
     case STEP_DIGIT_GROUPS: split_digit_groups(s); break;
     case STEP_CJK_KANA: split_cjk_kana(s); break;
     case STEP_DS3_MAIN: split_ds3_main(s); break;
+    case STEP_GPT4O: split_gpt4o(s); break;
     }
 }
 
@@ -412,6 +502,7 @@ static const step_kind steps_ds_coder[] = {STEP_NEWLINES, STEP_SP_LETTERS, STEP_
                                            STEP_DS_CJK, STEP_NUMBER};
 
 static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3_MAIN};
+static const step_kind steps_gpt4o[] = {STEP_GPT4O};
 
 typedef struct pretok_def {
     const char *name;
@@ -428,6 +519,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_DEEPSEEK_LLM] = DEF("deepseek-llm", steps_ds_llm),
     [ST_PRETOK_DEEPSEEK_CODER] = DEF("deepseek-coder", steps_ds_coder),
     [ST_PRETOK_DEEPSEEK3] = DEF("deepseek-v3", steps_ds3),
+    [ST_PRETOK_GPT4O] = DEF("gpt-4o", steps_gpt4o),
 };
 
 const char *st_pretok_name(st_pretok kind) {

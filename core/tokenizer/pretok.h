@@ -16,6 +16,7 @@ typedef enum st_pretok {
     ST_PRETOK_DEEPSEEK_LLM,   /* six sequential splits (newlines, latin words, punct, ...) */
     ST_PRETOK_DEEPSEEK_CODER, /* five sequential splits */
     ST_PRETOK_DEEPSEEK3,      /* DeepSeek-V3/R1: digit groups, CJK/kana runs, then words */
+    ST_PRETOK_GPT4O,          /* GPT-4o / gpt-oss / Llama 4: case-aware words, \p{N}{1,3} */
     ST_PRETOK_COUNT
 } st_pretok;
 

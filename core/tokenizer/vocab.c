@@ -149,6 +149,8 @@ static const pre_alias pre_aliases[] = {
     {"deepseek-llm", ST_PRETOK_DEEPSEEK_LLM, 0},
     {"deepseek-coder", ST_PRETOK_DEEPSEEK_CODER, 0},
     {"deepseek-v3", ST_PRETOK_DEEPSEEK3, 0},
+    {"gpt-4o", ST_PRETOK_GPT4O, 0},
+    {"llama4", ST_PRETOK_GPT4O, 0},
 };
 
 /* ---- special tokens by name -------------------------------------------------------------- */

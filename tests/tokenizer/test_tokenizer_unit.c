@@ -166,6 +166,9 @@ static void test_pretok(void) {
     SPLIT(ST_PRETOK_DEEPSEEK3, "Hello,world 12345 \xe4\xb8\xad\xe6\x96\x87\xe3\x81\x8b\xe3\x81\xaa", "Hello", ",world", " ",
           "123", "45", " ", "\xe4\xb8\xad\xe6\x96\x87\xe3\x81\x8b\xe3\x81\xaa");
     SPLIT(ST_PRETOK_DEEPSEEK3, "a \xcc\x81x", "a", " \xcc\x81x");
+    /* gpt-4o: non-ASCII letters count as upper and lower case */
+    SPLIT(ST_PRETOK_GPT4O, "HelloWorld ABCdef \xc3\xa9" "A x'S 12345", "Hello", "World", " ABCdef", " \xc3\xa9", "A",
+          " x'S", " ", "123", "45");
     st_pretok_words w = {0};
     CHECK(st_pretok_split(ST_PRETOK_GPT2, NULL, 0, &w) == 0 && w.n == 0);
     free(w.len);

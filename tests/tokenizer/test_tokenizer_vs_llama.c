@@ -33,6 +33,8 @@ static const struct {
     {"deepseek-llm", "deepseek-v3"},
     {"llama-bpe", "glm4"},
     {"qwen2", "deepseek-r1-qwen"},
+    {"llama-bpe", "gpt-4o"},
+    {"qwen2", "llama4"},
 };
 
 static char readme[4096]; /* llama.cpp's README.md: a long real document */
@@ -63,7 +65,8 @@ static const char *const frags[] = {
     "\xe2\x9c\x85", "\xf0\x9f\x9a\x80", "\xe1\x9e\x80\xe1\x9e\xb6", "\xc2\xb5", "\xe1\xb8\x80", "\xe2\x84\xa6",
     "<s>", "</s>", "<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|user|>", "<|end|>",
     "<|begin_of_text|>", "<|eot_id|>", "\xc3\xb8", "\xc3\xbc", "[PAD100015]", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>",
-    "\xe2\x96\x81", "\xc4\xa0", "<0x0A>",
+    "\xe2\x96\x81", "\xc4\xa0", "<0x0A>", "HelloWorld", "ABCdef", "camelCase", "XMLHttp", "\xc3\x89" "cole",
+    "\xc3\xa9" "A", "a/b", "\n/", "I'Ll", "x'", "ABC'S",
 };
 
 static const char *const bad_utf8[] = {"\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xff", "\xc0\xaf", "\xed\xa0\x80"};
