@@ -31,17 +31,22 @@ typedef struct {
     const char *variant;
     uint32_t arch;       /* st_cpu_arch the variant is built for; OTHER = any */
     int rank;
-    uint32_t needs[12];  /* feature bits in the order they are reported; 0 ends */
+    uint32_t needs[20];  /* feature bits in the order they are reported; 0 ends */
 } known_variant;
 
 static const known_variant k_variants[] = {
     {"", ST_CPU_ARCH_OTHER, 1, {0}},
     {"vsx", ST_CPU_ARCH_PPC64, 10, {ST_CPUF_PPC_VSX, ST_CPUF_PPC_ARCH_3_00, 0}},
+    /* The x86 lists mirror the flags backends/cpu_avx2 compiles each variant with: avx2 is
+     * x86-64-v3 (-mavx2 -mfma -mf16c -mbmi -mbmi2 -mlzcnt -mpopcnt); avx512 adds -mavx512f/bw/
+     * vl/dq/cd and -mavx512vnni. A CPU lacking any of them must not load the variant. */
     {"avx2", ST_CPU_ARCH_X86_64, 10,
-     {ST_CPUF_AVX, ST_CPUF_AVX2, ST_CPUF_FMA, ST_CPUF_F16C, ST_CPUF_OS_YMM, 0}},
+     {ST_CPUF_AVX, ST_CPUF_AVX2, ST_CPUF_FMA, ST_CPUF_F16C, ST_CPUF_BMI1, ST_CPUF_BMI2, ST_CPUF_LZCNT,
+      ST_CPUF_POPCNT, ST_CPUF_OS_YMM, 0}},
     {"avx512", ST_CPU_ARCH_X86_64, 20,
-     {ST_CPUF_AVX512F, ST_CPUF_AVX512BW, ST_CPUF_AVX512VL, ST_CPUF_AVX512DQ, ST_CPUF_OS_ZMM, ST_CPUF_AVX,
-      ST_CPUF_AVX2, ST_CPUF_FMA, ST_CPUF_F16C, ST_CPUF_OS_YMM, 0}},
+     {ST_CPUF_AVX512F, ST_CPUF_AVX512BW, ST_CPUF_AVX512VL, ST_CPUF_AVX512DQ, ST_CPUF_AVX512CD, ST_CPUF_AVX512VNNI,
+      ST_CPUF_OS_ZMM, ST_CPUF_AVX, ST_CPUF_AVX2, ST_CPUF_FMA, ST_CPUF_F16C, ST_CPUF_BMI1, ST_CPUF_BMI2,
+      ST_CPUF_LZCNT, ST_CPUF_POPCNT, ST_CPUF_OS_YMM, 0}},
 };
 
 static const known_variant *find_variant(const char *v) {

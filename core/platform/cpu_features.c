@@ -29,6 +29,12 @@ static const feature_name k_names[] = {
     {ST_CPUF_AVX512VL, "avx512vl", "AVX-512VL"},
     {ST_CPUF_AVX512DQ, "avx512dq", "AVX-512DQ"},
     {ST_CPUF_OS_ZMM, "os_zmm", "OS support for ZMM/opmask state"},
+    {ST_CPUF_BMI1, "bmi1", "BMI1"},
+    {ST_CPUF_BMI2, "bmi2", "BMI2"},
+    {ST_CPUF_LZCNT, "lzcnt", "LZCNT"},
+    {ST_CPUF_POPCNT, "popcnt", "POPCNT"},
+    {ST_CPUF_AVX512CD, "avx512cd", "AVX-512CD"},
+    {ST_CPUF_AVX512VNNI, "avx512vnni", "AVX-512 VNNI"},
     {ST_CPUF_PPC_VSX, "vsx", "VSX"},
     {ST_CPUF_PPC_ARCH_2_07, "arch_2_07", "POWER8 (ISA 2.07)"},
     {ST_CPUF_PPC_ARCH_3_00, "arch_3_00", "POWER9 (ISA 3.0)"},
@@ -60,11 +66,16 @@ static void detect_x86(st_cpu_features *f) {
     f->arch = ST_CPU_ARCH_X86_64;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return;
     unsigned max_leaf = a;
+    if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000001u) {
+        __get_cpuid(0x80000001u, &a, &b, &c, &d);
+        if ((c >> 5) & 1) f->flags |= ST_CPUF_LZCNT; /* ABM */
+    }
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     int osxsave = (c >> 27) & 1;
     if ((c >> 28) & 1) f->flags |= ST_CPUF_AVX;
     if ((c >> 12) & 1) f->flags |= ST_CPUF_FMA;
     if ((c >> 29) & 1) f->flags |= ST_CPUF_F16C;
+    if ((c >> 23) & 1) f->flags |= ST_CPUF_POPCNT;
     if (osxsave) {
         uint64_t xcr0 = read_xcr0();
         if ((xcr0 & 0x6) == 0x6) f->flags |= ST_CPUF_OS_YMM;        /* SSE, AVX */
@@ -72,7 +83,11 @@ static void detect_x86(st_cpu_features *f) {
     }
     if (max_leaf >= 7) {
         __cpuid_count(7, 0, a, b, c, d);
+        if ((b >> 3) & 1) f->flags |= ST_CPUF_BMI1;
         if ((b >> 5) & 1) f->flags |= ST_CPUF_AVX2;
+        if ((b >> 8) & 1) f->flags |= ST_CPUF_BMI2;
+        if ((b >> 28) & 1) f->flags |= ST_CPUF_AVX512CD;
+        if ((c >> 11) & 1) f->flags |= ST_CPUF_AVX512VNNI;
         if ((b >> 16) & 1) f->flags |= ST_CPUF_AVX512F;
         if ((b >> 17) & 1) f->flags |= ST_CPUF_AVX512DQ;
         if ((b >> 30) & 1) f->flags |= ST_CPUF_AVX512BW;

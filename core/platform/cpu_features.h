@@ -27,6 +27,12 @@ typedef enum st_cpu_arch {
 #define ST_CPUF_AVX512VL (1u << 7)
 #define ST_CPUF_AVX512DQ (1u << 8)
 #define ST_CPUF_OS_ZMM (1u << 9)      /* XCR0: opmask + ZMM_Hi256 + Hi16_ZMM (and YMM) */
+#define ST_CPUF_BMI1 (1u << 10)
+#define ST_CPUF_BMI2 (1u << 11)
+#define ST_CPUF_LZCNT (1u << 12)
+#define ST_CPUF_POPCNT (1u << 13)
+#define ST_CPUF_AVX512CD (1u << 14)
+#define ST_CPUF_AVX512VNNI (1u << 15)
 #define ST_CPUF_PPC_VSX (1u << 16)    /* AT_HWCAP PPC_FEATURE_HAS_VSX */
 #define ST_CPUF_PPC_ARCH_2_07 (1u << 17) /* POWER8 */
 #define ST_CPUF_PPC_ARCH_3_00 (1u << 18) /* POWER9 */

@@ -104,8 +104,9 @@ static void test_broken_and_sim(void) {
     setenv("STRATA_SIM", "devices=2,mem=64MiB", 1);
     unlink(g_mark);
     st_backend_set_threads(7);
-    st_cpu_features avx2_cpu = {ST_CPU_ARCH_X86_64,
-                                ST_CPUF_AVX | ST_CPUF_AVX2 | ST_CPUF_FMA | ST_CPUF_F16C | ST_CPUF_OS_YMM};
+    st_cpu_features avx2_cpu = {ST_CPU_ARCH_X86_64, ST_CPUF_AVX | ST_CPUF_AVX2 | ST_CPUF_FMA | ST_CPUF_F16C |
+                                                        ST_CPUF_BMI1 | ST_CPUF_BMI2 | ST_CPUF_LZCNT |
+                                                        ST_CPUF_POPCNT | ST_CPUF_OS_YMM};
     st_backend_options opt = {0};
     opt.search_path = g_tmp;
     opt.skip_exe_dir = 1;

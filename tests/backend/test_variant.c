@@ -6,8 +6,12 @@
 #include "platform/dl.h"
 #include "test_util.h"
 
-#define X86_AVX2 (ST_CPUF_AVX | ST_CPUF_AVX2 | ST_CPUF_FMA | ST_CPUF_F16C | ST_CPUF_OS_YMM)
-#define X86_AVX512 (X86_AVX2 | ST_CPUF_AVX512F | ST_CPUF_AVX512BW | ST_CPUF_AVX512VL | ST_CPUF_AVX512DQ | ST_CPUF_OS_ZMM)
+#define X86_AVX2                                                                                     \
+    (ST_CPUF_AVX | ST_CPUF_AVX2 | ST_CPUF_FMA | ST_CPUF_F16C | ST_CPUF_BMI1 | ST_CPUF_BMI2 | ST_CPUF_LZCNT | \
+     ST_CPUF_POPCNT | ST_CPUF_OS_YMM)
+#define X86_AVX512                                                                                 \
+    (X86_AVX2 | ST_CPUF_AVX512F | ST_CPUF_AVX512BW | ST_CPUF_AVX512VL | ST_CPUF_AVX512DQ | ST_CPUF_AVX512CD | \
+     ST_CPUF_AVX512VNNI | ST_CPUF_OS_ZMM)
 #define PPC_P9 (ST_CPUF_PPC_VSX | ST_CPUF_PPC_ARCH_2_07 | ST_CPUF_PPC_ARCH_3_00)
 
 static const char *k_all[] = {"avx2", "avx512", "vsx", ""};
@@ -73,6 +77,16 @@ static void test_choice(void) {
     CHECK_STR(c[0].reason, "not loaded: CPU lacks OS support for YMM state");
     CHECK(c[3].action == ST_VARIANT_LOAD);
 
+    /* AVX-512 without VNNI (Skylake-SP): the avx512 variant is built with VNNI, so avx2 runs */
+    choose(ST_CPU_ARCH_X86_64, X86_AVX512 & ~ST_CPUF_AVX512VNNI, c);
+    CHECK_STR(c[1].reason, "not loaded: CPU lacks AVX-512 VNNI");
+    CHECK(c[0].action == ST_VARIANT_LOAD);
+
+    /* AVX2 without BMI2 (some virtual machines hide it): the x86-64-v3 build must not run */
+    choose(ST_CPU_ARCH_X86_64, X86_AVX2 & ~ST_CPUF_BMI2, c);
+    CHECK_STR(c[0].reason, "not loaded: CPU lacks BMI2");
+    CHECK(c[3].action == ST_VARIANT_LOAD);
+
     /* AVX2 without F16C (some early parts): avx2 variant refused */
     choose(ST_CPU_ARCH_X86_64, X86_AVX2 & ~ST_CPUF_F16C, c);
     CHECK_STR(c[0].reason, "not loaded: CPU lacks F16C");
@@ -129,6 +143,10 @@ static void test_detect(void) {
             CHECK(avx2 == !!(f.flags & ST_CPUF_AVX2));
             CHECK(avx512f == !!(f.flags & ST_CPUF_AVX512F));
             CHECK((strstr(line, " fma") != NULL) == !!(f.flags & ST_CPUF_FMA));
+            CHECK((strstr(line, " bmi2") != NULL) == !!(f.flags & ST_CPUF_BMI2));
+            CHECK((strstr(line, " popcnt") != NULL) == !!(f.flags & ST_CPUF_POPCNT));
+            CHECK((strstr(line, " avx512cd") != NULL) == !!(f.flags & ST_CPUF_AVX512CD));
+            CHECK((strstr(line, " avx512_vnni") != NULL) == !!(f.flags & ST_CPUF_AVX512VNNI));
             printf("cpuinfo: avx2=%d avx512f=%d; detected flags 0x%x\n", avx2, avx512f, f.flags);
             break;
         }
