@@ -90,13 +90,17 @@ static int apply(st_sim_dev_config *d, const char *key, const char *val, const c
         d->hang_ms = u;
     } else if (!strcmp(key, "fail_alloc") || !strcmp(key, "fail_op") || !strcmp(key, "fail_copy") ||
                !strcmp(key, "hang_op") || !strcmp(key, "lose_after") || !strcmp(key, "domain") ||
-               !strcmp(key, "unusable")) {
+               !strcmp(key, "unusable") || !strcmp(key, "check_ptrs")) {
         if (parse_count(val, &u)) goto bad_count;
         if (!strcmp(key, "fail_alloc")) d->fail_alloc = u;
         else if (!strcmp(key, "fail_op")) d->fail_op = u;
         else if (!strcmp(key, "fail_copy")) d->fail_copy = u;
         else if (!strcmp(key, "hang_op")) d->hang_op = u;
         else if (!strcmp(key, "lose_after")) d->lose_after = u;
+        else if (!strcmp(key, "check_ptrs")) {
+            if (u > 1) goto bad_count;
+            d->check_ptrs = (uint32_t)u;
+        }
         else if (!strcmp(key, "domain")) {
             if (u > 255) goto bad_count;
             d->domain = (uint32_t)u;
@@ -107,7 +111,7 @@ static int apply(st_sim_dev_config *d, const char *key, const char *val, const c
     } else {
         snprintf(err, errlen,
                  "STRATA_SIM: unknown key '%s' in '%s' (keys: devices, mem, bw, pinned, fail_alloc, fail_op, "
-                 "fail_copy, hang_op, hang_ms, lose_after, domain, unusable; devN.<key> for one device)",
+                 "fail_copy, hang_op, hang_ms, lose_after, domain, unusable, check_ptrs; devN.<key> for one device)",
                  key, item);
         return -1;
     }
@@ -117,7 +121,7 @@ bad_size:
     return -1;
 bad_count:
     snprintf(err, errlen, "STRATA_SIM: '%s': expected a whole number%s", item,
-             !strcmp(key, "unusable") ? " (0 or 1)" : !strcmp(key, "domain") ? " 0..255" : "");
+             !strcmp(key, "unusable") || !strcmp(key, "check_ptrs") ? " (0 or 1)" : !strcmp(key, "domain") ? " 0..255" : "");
     return -1;
 }
 
@@ -227,6 +231,7 @@ int st_sim_config_parse(const char *text, st_sim_config *out, char *err, size_t 
     out->n_devices = 1;
     c.global.mem = DEFAULT_MEM;
     c.global.hang_ms = DEFAULT_HANG_MS;
+    c.global.check_ptrs = 1;
     if (for_each_item(text, item_cb, &c, err, errlen)) return -1;
     for (uint32_t i = 0; i < ST_SIM_MAX_DEVICES; i++) out->dev[i] = c.global;
     c.pass = 1;

@@ -21,6 +21,7 @@ typedef struct st_sim_dev_config {
     uint64_t lose_after; /* after N ops the device is lost: every later call ST_DEVICE_LOST */
     uint32_t domain;     /* memory domain group; peer copies only within one group */
     uint32_t unusable;   /* nonzero: probe reports the device unusable */
+    uint32_t check_ptrs; /* nonzero (default): ops and copies refuse non-device addresses */
 } st_sim_dev_config;
 
 typedef struct st_sim_config {

@@ -119,48 +119,19 @@ static int sim_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     return ok && op < ST_OP_COUNT && st_sim_ref_supported(op, wtype);
 }
 
-/* ---- live allocations (catches double frees and foreign pointers) --------------------- */
+/* ---- device addresses ----------------------------------------------------------------- */
 
-static uint64_t ptr_hash(const void *p, uint64_t cap) { return ((uintptr_t)p >> 6) * 0x9E3779B97F4A7C15ull & (cap - 1); }
-
-static int live_insert(st_device *d, void *p) {
-    if ((d->live_n + 1) * 2 > d->live_cap) {
-        uint64_t cap = d->live_cap ? d->live_cap * 2 : 256;
-        void **t = calloc(cap, sizeof *t);
-        if (!t) return -1;
-        for (uint64_t i = 0; i < d->live_cap; i++) {
-            if (!d->live[i]) continue;
-            uint64_t h = ptr_hash(d->live[i], cap);
-            while (t[h]) h = (h + 1) & (cap - 1);
-            t[h] = d->live[i];
-        }
-        free(d->live);
-        d->live = t;
-        d->live_cap = cap;
-    }
-    uint64_t h = ptr_hash(p, d->live_cap);
-    while (d->live[h]) h = (h + 1) & (d->live_cap - 1);
-    d->live[h] = p;
-    d->live_n++;
-    return 0;
-}
-
-static int live_remove(st_device *d, void *p) {
-    if (!d->live_cap) return -1;
-    uint64_t h = ptr_hash(p, d->live_cap);
-    while (d->live[h] && d->live[h] != p) h = (h + 1) & (d->live_cap - 1);
-    if (!d->live[h]) return -1;
-    d->live[h] = NULL;
-    d->live_n--;
-    /* re-insert the rest of the cluster so lookups stay correct */
-    for (uint64_t j = (h + 1) & (d->live_cap - 1); d->live[j]; j = (j + 1) & (d->live_cap - 1)) {
-        void *q = d->live[j];
-        d->live[j] = NULL;
-        uint64_t k = ptr_hash(q, d->live_cap);
-        while (d->live[k]) k = (k + 1) & (d->live_cap - 1);
-        d->live[k] = q;
-    }
-    return 0;
+st_status st_sim_check_ptr(st_device *d, const char *what, const void *first, const void *last) {
+    if (!d->cfg.check_ptrs || !first) return ST_OK;
+    pthread_mutex_lock(&d->mu);
+    int ok = st_sim_ranges_contains(&d->live, first, last);
+    pthread_mutex_unlock(&d->mu);
+    if (ok) return ST_OK;
+    if (first == last)
+        return st_mod_fail(ST_INVALID, "%s: %p is not device memory of %s (a host pointer, another device's, or "
+                           "freed)", what, first, d->name);
+    return st_mod_fail(ST_INVALID, "%s: [%p, %p] is not inside one allocation of %s (past its end, a host pointer, "
+                       "or freed)", what, first, last, d->name);
 }
 
 /* ---- devices -------------------------------------------------------------------------- */
@@ -216,16 +187,10 @@ static st_status sim_device_open(uint32_t index, st_device **out) {
 
 /* Release everything the device still holds; returns the number of leaked buffers. */
 static uint64_t device_release(st_device *d, uint64_t *leaked_bytes) {
-    uint64_t n = 0;
+    uint64_t n = d->live.n;
     *leaked_bytes = d->mem.used;
-    for (uint64_t i = 0; i < d->live_cap; i++)
-        if (d->live[i]) {
-            st_hostmem_free(&d->mem, d->live[i]);
-            n++;
-        }
-    free(d->live);
-    d->live = NULL;
-    d->live_cap = d->live_n = 0;
+    for (uint64_t i = 0; i < d->live.n; i++) st_hostmem_free(&d->mem, (void *)d->live.v[i].base);
+    st_sim_ranges_free(&d->live);
     return n;
 }
 
@@ -291,7 +256,7 @@ static st_status sim_mem_alloc(st_device *d, uint64_t bytes, void **out) {
     }
     if (s != ST_OK) return s;
     pthread_mutex_lock(&d->mu);
-    int rc = live_insert(d, *out);
+    int rc = st_sim_ranges_insert(&d->live, *out, bytes);
     pthread_mutex_unlock(&d->mu);
     if (rc) {
         st_hostmem_free(&d->mem, *out);
@@ -305,7 +270,7 @@ static st_status sim_mem_free(st_device *d, void *ptr) {
     if (!d) return st_mod_fail(ST_INVALID, "mem_free: NULL device");
     if (!ptr) return ST_OK;
     pthread_mutex_lock(&d->mu);
-    int rc = live_remove(d, ptr);
+    int rc = st_sim_ranges_remove(&d->live, ptr);
     int lost = d->lost;
     pthread_mutex_unlock(&d->mu);
     if (rc)
@@ -357,18 +322,28 @@ static st_status do_copy(const char *what, void *dst, const void *src, uint64_t 
     return ST_OK;
 }
 
+/* [p, p + bytes) lies inside one allocation of d */
+static st_status check_span(st_device *d, const char *what, const void *p, uint64_t bytes) {
+    if (!bytes) return ST_OK;
+    return st_sim_check_ptr(d, what, p, (const char *)p + bytes - 1);
+}
+
 static st_status sim_copy_h2d(st_stream *s, void *dst, const void *src, uint64_t bytes) {
     st_status st = copy_enter(s, "copy_h2d", bytes, s && s->dev ? s->dev->cfg.bw : 0);
+    if (st == ST_OK) st = check_span(s->dev, "copy_h2d: dst", dst, bytes);
     return st != ST_OK ? st : do_copy("copy_h2d", dst, src, bytes);
 }
 
 static st_status sim_copy_d2h(st_stream *s, void *dst, const void *src, uint64_t bytes) {
     st_status st = copy_enter(s, "copy_d2h", bytes, s && s->dev ? s->dev->cfg.bw : 0);
+    if (st == ST_OK) st = check_span(s->dev, "copy_d2h: src", src, bytes);
     return st != ST_OK ? st : do_copy("copy_d2h", dst, src, bytes);
 }
 
 static st_status sim_copy_d2d(st_stream *s, void *dst, const void *src, uint64_t bytes) {
     st_status st = copy_enter(s, "copy_d2d", bytes, 0); /* device-internal: not limited by the link */
+    if (st == ST_OK) st = check_span(s->dev, "copy_d2d: src", src, bytes);
+    if (st == ST_OK) st = check_span(s->dev, "copy_d2d: dst", dst, bytes);
     return st != ST_OK ? st : do_copy("copy_d2d", dst, src, bytes);
 }
 
@@ -384,6 +359,8 @@ static st_status sim_copy_peer(st_stream *s, void *dst, st_device *src_dev, cons
     double bw = s->dev->cfg.bw;
     if (src_dev->cfg.bw > 0 && (bw == 0 || src_dev->cfg.bw < bw)) bw = src_dev->cfg.bw;
     st_status st = copy_enter(s, "copy_peer", bytes, bw);
+    if (st == ST_OK) st = check_span(src_dev, "copy_peer: src", src, bytes);
+    if (st == ST_OK) st = check_span(s->dev, "copy_peer: dst", dst, bytes);
     return st != ST_OK ? st : do_copy("copy_peer", dst, src, bytes);
 }
 
@@ -394,6 +371,8 @@ static st_status sim_memset(st_stream *s, void *dst, int value, uint64_t bytes) 
     pthread_mutex_unlock(&s->dev->mu);
     if (lost) return lost_error(s->dev, "memset");
     if (bytes && !dst) return st_mod_fail(ST_INVALID, "memset with a NULL pointer");
+    st_status st = check_span(s->dev, "memset: dst", dst, bytes);
+    if (st != ST_OK) return st;
     if (bytes) memset(dst, value, bytes);
     return ST_OK;
 }

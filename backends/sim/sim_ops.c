@@ -59,10 +59,67 @@ static st_status ref_result(st_stream *s, uint32_t op, st_status st) {
     return st_mod_fail(st, "%s on %s: %s", op_name(op), s->dev->name, st_ref_last_error());
 }
 
-/* One wrapper per op slot: the fault layer, then the reference. */
+/* ---- device addresses of the op's arguments ---------------------------------------------- */
+
+/* A tensor view: its first element and the start of its last row must lie in one allocation. */
+static st_status chk_t(st_device *d, const char *op, const char *name, const st_tensor *t) {
+    if (!t->data) return ST_OK;
+    int64_t last = 0;
+    for (int i = 1; i < 4; i++)
+        if (t->ne[i] > 1 && t->nb[i] > 0) last += (t->ne[i] - 1) * t->nb[i];
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", op, name);
+    return st_sim_check_ptr(d, what, t->data, (const char *)t->data + last);
+}
+
+static st_status chk_p(st_device *d, const char *op, const char *name, const void *p) {
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", op, name);
+    return st_sim_check_ptr(d, what, p, p);
+}
+
+#define T(f) if ((st = chk_t(d, op, #f, &a->f)) != ST_OK) return st
+#define P(f) if ((st = chk_p(d, op, #f, a->f)) != ST_OK) return st
+
+static st_status chk_get_rows(st_device *d, const char *op, const st_get_rows_args *a) { st_status st; T(w); P(ids); T(out); return ST_OK; }
+static st_status chk_rms_norm(st_device *d, const char *op, const st_rms_norm_args *a) {
+    st_status st; T(x); T(residual); T(sum_out); T(weight); T(out); return ST_OK;
+}
+static st_status chk_matmul(st_device *d, const char *op, const st_matmul_args *a) { st_status st; T(w); T(x); T(out); return ST_OK; }
+static st_status chk_rope(st_device *d, const char *op, const st_rope_args *a) { st_status st; T(x); T(out); P(pos); return ST_OK; }
+static st_status chk_kv_write(st_device *d, const char *op, const st_kv_write_args *a) {
+    st_status st; T(k); T(v); T(k_cache); T(v_cache); P(cells); return ST_OK;
+}
+static st_status chk_attention(st_device *d, const char *op, const st_attention_args *a) {
+    st_status st; T(q); T(k_cache); T(v_cache); T(out); P(seq); P(kv_len); P(cell_table); P(mask); return ST_OK;
+}
+static st_status chk_swiglu(st_device *d, const char *op, const st_swiglu_args *a) { st_status st; T(gate); T(up); T(out); return ST_OK; }
+static st_status chk_router(st_device *d, const char *op, const st_router_args *a) {
+    st_status st; T(logits); P(bias); P(ids); P(weights); return ST_OK;
+}
+static st_status chk_moe_matmul(st_device *d, const char *op, const st_moe_matmul_args *a) {
+    st_status st; T(w); T(x); T(out); P(slot_table); P(expert); P(x_row); P(scale); return ST_OK;
+}
+static st_status chk_moe_combine(st_device *d, const char *op, const st_moe_combine_args *a) {
+    st_status st; T(rows); T(out); P(row_of); P(weights); return ST_OK;
+}
+/* b is read only by ADD and MUL_ROWS */
+static st_status chk_add(st_device *d, const char *op, const st_binary_args *a) { st_status st; T(a); T(b); T(out); return ST_OK; }
+static st_status chk_scale(st_device *d, const char *op, const st_binary_args *a) { st_status st; T(a); T(out); return ST_OK; }
+#define chk_convert chk_scale
+#define chk_mul_rows chk_add
+static st_status chk_argmax(st_device *d, const char *op, const st_topk_args *a) { st_status st; T(x); P(ids); P(values); return ST_OK; }
+#define chk_topk chk_argmax
+#undef T
+#undef P
+
+/* One wrapper per op slot: the fault layer, the argument addresses, then the reference. */
 #define SIM_OP(slot, id, argtype)                                                      \
     static st_status sim_##slot(st_stream *s, const argtype *a) {                      \
         st_status st = st_sim_op_enter(s, id);                                         \
+        if (st != ST_OK) return st;                                                    \
+        if (!a) return st_mod_fail(ST_INVALID, "%s: NULL arguments", op_name(id));     \
+        st = chk_##slot(s->dev, op_name(id), a);                                       \
         if (st != ST_OK) return st;                                                    \
         return ref_result(s, id, st_ref_ops_table()->slot(s, a));                      \
     }

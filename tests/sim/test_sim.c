@@ -1,7 +1,7 @@
 /* The simulated devices through the module ABI, loaded by the registry like any module:
  * exact memory accounting, OOM text, fault injection (fail_alloc, fail_op, fail_copy,
  * lose_after, hang_op), copy bandwidth, peer copies inside one memory domain, double frees,
- * leaks at close, and configuration errors. argv[1]: strata-sim.so. */
+ * leaks at close, device-address checks of ops and copies, and configuration errors. argv[1]: strata-sim.so. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -336,6 +336,70 @@ static void test_bandwidth_and_copies(void) {
     unload_sim();
 }
 
+/* Ops and copies accept only device addresses of their own device, within an allocation. */
+static void test_device_addresses(void) {
+    const st_backend_api *api = load_sim("devices=2,mem=1MiB");
+    if (!api) {
+        CHECK(0);
+        return;
+    }
+    st_device *d = NULL, *d1 = NULL;
+    st_stream *s = NULL;
+    CHECK(api->device_open(0, &d) == ST_OK);
+    CHECK(api->device_open(1, &d1) == ST_OK);
+    CHECK(api->stream_create(d, &s) == ST_OK);
+    float host[32] = {0};
+    void *buf = NULL, *other = NULL;
+    CHECK(api->mem_alloc(d, 16 * sizeof(float), &buf) == ST_OK);
+    CHECK(api->mem_alloc(d1, 16 * sizeof(float), &other) == ST_OK);
+    /* a host pointer handed to an op */
+    CHECK(run_scale(api, s, host, 2.0f) == ST_INVALID);
+    CHECK_HAS(api->last_error(), "scale: a: ");
+    CHECK_HAS(api->last_error(), "is not device memory of SIM0");
+    /* another device's memory */
+    CHECK(run_scale(api, s, other, 2.0f) == ST_INVALID);
+    /* a view whose rows run past the allocation */
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.s = 1.0f;
+    a.a = f32_rows(buf, 16, 2);
+    a.out = f32_rows(buf, 16, 1);
+    CHECK(api->ops->scale(s, &a) == ST_INVALID);
+    CHECK_HAS(api->last_error(), "not inside one allocation of SIM0");
+    /* copies: overrun, wrong direction, memset past the end */
+    CHECK(api->copy_h2d(s, buf, host, 16 * sizeof(float)) == ST_OK);
+    CHECK(api->copy_h2d(s, buf, host, 17 * sizeof(float)) == ST_INVALID);
+    CHECK(api->copy_d2h(s, host, host + 16, 4) == ST_INVALID);
+    CHECK_HAS(api->last_error(), "copy_d2h: src");
+    CHECK(api->copy_d2d(s, buf, other, 4) == ST_INVALID);
+    CHECK(api->memset_d(s, (char *)buf + 60, 0, 8) == ST_INVALID);
+    CHECK(api->memset_d(s, (char *)buf + 60, 0, 4) == ST_OK);
+    /* a freed buffer is no longer device memory */
+    CHECK(api->mem_free(d, buf) == ST_OK);
+    CHECK(run_scale(api, s, buf, 2.0f) == ST_INVALID);
+    CHECK(api->mem_free(d1, other) == ST_OK);
+    CHECK(api->stream_destroy(s) == ST_OK);
+    CHECK(api->device_close(d) == ST_OK);
+    CHECK(api->device_close(d1) == ST_OK);
+    unload_sim();
+
+    /* check_ptrs=0 turns the check off (ops then run on whatever memory they are given) */
+    api = load_sim("mem=1MiB,check_ptrs=0");
+    if (!api) {
+        CHECK(0);
+        return;
+    }
+    CHECK(api->device_open(0, &d) == ST_OK);
+    CHECK(api->stream_create(d, &s) == ST_OK);
+    for (int i = 0; i < 16; i++) host[i] = (float)i;
+    CHECK(run_scale(api, s, host, 2.0f) == ST_OK);
+    CHECK(host[3] == 6.0f);
+    CHECK(api->stream_destroy(s) == ST_OK);
+    CHECK(api->device_close(d) == ST_OK);
+    unload_sim();
+}
+
 static void test_probe_reasons(void) {
     st_probe_report r;
     const st_backend_api *api = load_sim("devices=4,mem=2GiB,dev3.mem=512MiB");
@@ -384,7 +448,7 @@ static void test_parser(void) {
     CHECK(st_sim_config_parse("dev0.mem=1MiB, mem=4MiB, devices=2", &c, err, sizeof err) == 0);
     CHECK(c.dev[0].mem == 1u << 20 && c.dev[1].mem == 4u << 20);
     CHECK(st_sim_config_parse("devices=1", &c, err, sizeof err) == 0);
-    CHECK(c.dev[0].mem == 1u << 30 && c.dev[0].hang_ms == 60000 && c.dev[0].bw == 0);
+    CHECK(c.dev[0].mem == 1u << 30 && c.dev[0].hang_ms == 60000 && c.dev[0].bw == 0 && c.dev[0].check_ptrs == 1);
     uint64_t v;
     CHECK(st_sim_parse_size("12345", &v) == 0 && v == 12345);
     CHECK(st_sim_parse_size("1.5GiB", &v) == 0 && v == 1610612736ull);
@@ -410,6 +474,7 @@ static void test_parser(void) {
         {"mem", "'mem' is not key=value"},
         {"mem=", "'mem=' is not key=value"},
         {"unusable=2", "(0 or 1)"},
+        {"check_ptrs=yes", "(0 or 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
@@ -434,6 +499,7 @@ int main(int argc, char **argv) {
     test_lose_after();
     test_hang_op();
     test_bandwidth_and_copies();
+    test_device_addresses();
     test_probe_reasons();
     TEST_DONE();
 }
