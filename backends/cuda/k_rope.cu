@@ -97,7 +97,7 @@ extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
 
 /* ---- KV write ---------------------------------------------------------------------------- */
 /* Block per token. A cell named by a later token too is left to that token (the later token
- * wins, as in core/ref). Plain caches: threads over (head, dim); Q8_0: a warp per 32-element
+ * wins, as in core/ref). Plain caches: threads over (head, dim); Q8_0: a thread per 32-element
  * block with d = max|x| / 127 and q = round-half-away(x / d) clamped to +-127. */
 __global__ void k_kv_write(st_view src, char *cache, int ctype, int64_t c_nb1, int64_t c_nb2, const int32_t *cells,
                            int64_t n_cells, int64_t n_kv, int64_t hd, int64_t n) {
@@ -113,22 +113,23 @@ __global__ void k_kv_write(st_view src, char *cache, int ctype, int64_t c_nb1, i
         }
         return;
     }
-    const int lane = threadIdx.x % ST_WARP;
+    /* one thread per 32-element block: a plain serial loop, the same arithmetic as core/quant */
     const int64_t nblk = hd / 32;
-    for (int64_t w = threadIdx.x / ST_WARP; w < n_kv * nblk; w += blockDim.x / ST_WARP) {
+    for (int64_t w = threadIdx.x; w < n_kv * nblk; w += blockDim.x) {
         const int64_t b = w % nblk, h = w / nblk;
-        const float x = st_ld(st_row(src, t * n_kv + h), src.type, b * 32 + lane);
-        const float amax = st_warp_max(fabsf(x));
+        const char *xr = st_row(src, t * n_kv + h);
+        float amax = 0.0f;
+        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(st_ld(xr, src.type, b * 32 + l)));
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const float q = fminf(127.0f, fmaxf(-127.0f, roundf(x * id)));
         uint8_t *blk = (uint8_t *)(cache + c * c_nb2 + h * c_nb1) + b * 34;
-        blk[2 + lane] = (uint8_t)(int8_t)q;
-        if (lane == 0) {
-            const uint16_t dh = __half_as_ushort(__float2half_rn(d));
-            blk[0] = (uint8_t)(dh & 0xFF);
-            blk[1] = (uint8_t)(dh >> 8);
+        for (int l = 0; l < 32; l++) {
+            const float q = fminf(127.0f, fmaxf(-127.0f, roundf(st_ld(xr, src.type, b * 32 + l) * id)));
+            blk[2 + l] = (uint8_t)(int8_t)(int)q;
         }
+        const uint16_t dh = __half_as_ushort(__float2half_rn(d));
+        blk[0] = (uint8_t)(dh & 0xFF);
+        blk[1] = (uint8_t)(dh >> 8);
     }
 }
 

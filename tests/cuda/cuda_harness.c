@@ -195,6 +195,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s path/to/strata-cuda.so\n", argv[0]);
         return 2;
     }
+    const char *only = argc > 2 ? argv[2] : "";
+    if (strcmp(argv[1], "--ref") == 0) {
+        /* harness self-check: the "device" is core/ref in host memory */
+        tc_ctx *c = calloc(1, sizeof *c);
+        c->api = tc_ref_mock_api();
+        tc_test_dense(c);
+        tc_test_moe(c);
+        tc_test_attention(c);
+        tc_test_misc_ops(c);
+        printf("%d passed, %d failed\n", c->n_pass, c->n_fail);
+        return c->n_fail ? 1 : 0;
+    }
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         printf("FAIL dlopen %s: %s\n", argv[1], dlerror());
@@ -224,11 +236,11 @@ int main(int argc, char **argv) {
         printf("FAIL open: %s\n", c->api->last_error());
         return 1;
     }
-    const char *only = argc > 2 ? argv[2] : "";
     if (!*only || strstr(only, "dense")) tc_test_dense(c);
     if (!*only || strstr(only, "moe")) tc_test_moe(c);
     if (!*only || strstr(only, "attention")) tc_test_attention(c);
     if (!*only || strstr(only, "misc")) tc_test_misc(c);
+    if (strstr(only, "bench")) tc_bench(c);
     for (int i = 0; i < c->n_bufs; i++) c->api->mem_free(c->dev, c->bufs[i]);
     c->api->stream_destroy(c->s);
     if (c->api->device_close(c->dev) != ST_OK) tc_fail(c, "device_close: %s", c->api->last_error());

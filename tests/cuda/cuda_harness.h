@@ -48,6 +48,10 @@ void tc_fail(tc_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void tc_test_dense(tc_ctx *c);
 void tc_test_moe(tc_ctx *c);
 void tc_test_attention(tc_ctx *c);
-void tc_test_misc(tc_ctx *c);
+void tc_test_misc(tc_ctx *c);     /* ops plus module services */
+void tc_test_misc_ops(tc_ctx *c); /* the op part only */
+void tc_bench(tc_ctx *c);         /* timings, printed (argv[2] "bench") */
+/* core/ref behind a host-memory table (harness self-check). */
+const st_backend_api *tc_ref_mock_api(void);
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_harness.h"
 #include "quant/quant.h"
@@ -28,6 +29,25 @@ static void test_kv_write(tc_ctx *c, uint32_t ct, uint32_t at) {
         tc_compare(c, n2, &kc, &dkc, 1e-6);
         snprintf(n2, sizeof n2, "%s (v cache)", name);
         tc_compare(c, n2, &vc, &dvc, 1e-6);
+        if (ct == ST_TYPE_Q8_0) { /* byte-level report of the first differing blocks */
+            size_t bytes = tc_bytes(&kc);
+            uint8_t *got = malloc(bytes);
+            if (got && tc_down(c, got, dkc.data, bytes)) {
+                int shown = 0;
+                for (size_t off = 0; off + 34 <= bytes && shown < 4; off += 34) {
+                    const uint8_t *r = (const uint8_t *)kc.data + off, *g = got + off;
+                    if (memcmp(r, g, 34) == 0) continue;
+                    size_t cell = off / (size_t)kc.nb[2], head = (off % (size_t)kc.nb[2]) / (size_t)kc.nb[1];
+                    printf("  diff cell %zu head %zu blk %zu: ref d %g q %d %d %d %d | dev d %g q %d %d %d %d\n", cell,
+                           head, (off % (size_t)kc.nb[1]) / 34, st_fp16_to_f32((uint16_t)(r[0] | r[1] << 8)),
+                           (int8_t)r[2], (int8_t)r[3], (int8_t)r[4], (int8_t)r[5],
+                           st_fp16_to_f32((uint16_t)(g[0] | g[1] << 8)), (int8_t)g[2], (int8_t)g[3], (int8_t)g[4],
+                           (int8_t)g[5]);
+                    shown++;
+                }
+            }
+            free(got);
+        }
     }
     free(k.data);
     free(v.data);

@@ -163,7 +163,7 @@ static void test_services(tc_ctx *c) {
         tc_pass(c, "mem_info free %.1f of %.1f GiB", fr / 1073741824.0, tot / 1073741824.0);
 }
 
-void tc_test_misc(tc_ctx *c) {
+void tc_test_misc_ops(tc_ctx *c) {
     const st_backend_ops *o = c->api->ops;
     test_binary(c, "add", o->add, st_ref_add, ST_TYPE_F32, ST_TYPE_F32, 7, 0);
     test_binary(c, "add", o->add, st_ref_add, ST_TYPE_F32, ST_TYPE_F32, 1, 1);
@@ -179,6 +179,10 @@ void tc_test_misc(tc_ctx *c) {
     test_select(c, 1, 152064, 1, 3, 1);
     test_select(c, 0, 50000, 40, 3, 0);
     test_select(c, 0, 100, 100, 2, 1);
+}
+
+void tc_test_misc(tc_ctx *c) {
+    tc_test_misc_ops(c);
     test_graph(c);
     test_services(c);
 }
