@@ -130,12 +130,20 @@ unsigned st_backend_threads(void);
 void st_backend_log_set_level(int level);
 int st_backend_log_level(void);
 void st_backend_log(int level, const char *module, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Handler for a module's memory_pressure call: the module could not allocate `bytes` on its
+ * device `device`; free something and return nonzero to make it retry once, else 0. Called on
+ * the allocating thread. */
+typedef int (*st_backend_pressure_fn)(void *user, const st_backend_module *module, uint32_t device, uint64_t bytes);
+/* Install (or with NULL remove) the process-wide memory-pressure handler. Takes effect at once
+ * for every loaded module; `user` is borrowed. */
+void st_backend_set_memory_pressure(st_backend_pressure_fn fn, void *user);
 /* Module configuration string for backend `name` (sim: $STRATA_SIM), or NULL. Borrowed from
  * the environment; copy it. */
 const char *st_backend_config_for(const char *name);
-/* Fill the host table offered to module `module_name` with `config` (borrowed: must outlive
- * the module). Never fails. */
-void st_backend_host_fill(st_host_api *host, const char *module_name, const char *config);
+/* Fill the host table offered to `module` with `config` (borrowed: must outlive the module);
+ * memory_pressure calls are routed to the handler of st_backend_set_memory_pressure with
+ * `module`. Never fails. */
+void st_backend_host_fill(st_host_api *host, const st_backend_module *module, const char *config);
 
 #ifdef __cplusplus
 }

@@ -58,13 +58,25 @@ static uint64_t host_now_ns(void *user) {
     return st_now_ns();
 }
 
+static st_backend_pressure_fn g_pressure;
+static void *g_pressure_user;
+
+void st_backend_set_memory_pressure(st_backend_pressure_fn fn, void *user) {
+    g_pressure_user = user;
+    g_pressure = fn;
+}
+
+static int host_memory_pressure(void *user, uint32_t device, uint64_t bytes) {
+    st_backend_pressure_fn fn = g_pressure;
+    return fn ? fn(g_pressure_user, (const st_backend_module *)user, device, bytes) : 0;
+}
+
 const char *st_backend_config_for(const char *name) {
     if (name && !strcmp(name, "sim")) return getenv("STRATA_SIM");
     return NULL;
 }
 
-void st_backend_host_fill(st_host_api *host, const char *module_name, const char *config) {
-    (void)module_name;
+void st_backend_host_fill(st_host_api *host, const st_backend_module *module, const char *config) {
     memset(host, 0, sizeof *host);
     host->size = sizeof *host;
     host->abi_major = ST_ABI_MAJOR;
@@ -72,7 +84,7 @@ void st_backend_host_fill(st_host_api *host, const char *module_name, const char
     host->n_threads = g_threads;
     host->log = host_log;
     host->now_ns = host_now_ns;
-    host->memory_pressure = NULL;
-    host->user = NULL;
+    host->memory_pressure = host_memory_pressure;
+    host->user = (void *)module;
     host->config = config;
 }

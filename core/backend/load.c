@@ -127,7 +127,7 @@ void st_backend_module_load(st_backend_registry *reg, st_backend_module *m, int 
     st_backend_entry_fn entry = (st_backend_entry_fn)entry_sym;
     const char *cfg = st_backend_config_for(m->backend);
     if (cfg) m->config = strdup(cfg);
-    st_backend_host_fill(&m->host, m->backend, m->config);
+    st_backend_host_fill(&m->host, m, m->config);
     const st_backend_api *api = NULL;
     st_status s = entry(&m->host, ST_ABI_MAJOR, ST_ABI_MINOR, &api);
     m->stage = ST_STAGE_ENTRY;

@@ -1,7 +1,7 @@
 /* The simulated devices through the module ABI, loaded by the registry like any module:
  * exact memory accounting, OOM text, fault injection (fail_alloc, fail_op, fail_copy,
  * lose_after, hang_op), copy bandwidth, peer copies inside one memory domain, double frees,
- * leaks at close, device-address checks of ops and copies, and configuration errors. argv[1]: strata-sim.so. */
+ * leaks at close, the host's memory-pressure retry, device-address checks of ops and copies, and configuration errors. argv[1]: strata-sim.so. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -336,6 +336,56 @@ static void test_bandwidth_and_copies(void) {
     unload_sim();
 }
 
+/* The host's memory-pressure handler: frees the buffer it was given, asks for a retry. */
+typedef struct {
+    const st_backend_api *api;
+    st_device *dev;
+    void *victim;
+    int calls;
+    uint32_t device;
+    uint64_t bytes;
+    char module[64];
+} pressure_ctx;
+
+static int on_pressure(void *user, const st_backend_module *m, uint32_t device, uint64_t bytes) {
+    pressure_ctx *c = user;
+    c->calls++;
+    c->device = device;
+    c->bytes = bytes;
+    snprintf(c->module, sizeof c->module, "%s", m ? m->name : "?");
+    if (!c->victim) return 0;
+    c->api->mem_free(c->dev, c->victim);
+    c->victim = NULL;
+    return 1;
+}
+
+static void test_memory_pressure(void) {
+    const st_backend_api *api = load_sim("devices=2,mem=1MiB");
+    if (!api) {
+        CHECK(0);
+        return;
+    }
+    pressure_ctx c;
+    memset(&c, 0, sizeof c);
+    c.api = api;
+    st_backend_set_memory_pressure(on_pressure, &c);
+    CHECK(api->device_open(1, &c.dev) == ST_OK);
+    void *a = NULL, *b = NULL;
+    CHECK(api->mem_alloc(c.dev, 600 << 10, &a) == ST_OK);
+    c.victim = a;
+    CHECK(api->mem_alloc(c.dev, 600 << 10, &b) == ST_OK); /* the host made room */
+    CHECK(c.calls == 1 && c.device == 1 && c.bytes == 600u << 10);
+    CHECK_STR(c.module, "sim");
+    CHECK(free_of(api, c.dev) == (1u << 20) - (600u << 10));
+    void *x = NULL;
+    CHECK(api->mem_alloc(c.dev, 600 << 10, &x) == ST_OOM); /* nothing left to free */
+    CHECK(c.calls == 2);
+    st_backend_set_memory_pressure(NULL, NULL);
+    CHECK(api->mem_free(c.dev, b) == ST_OK);
+    CHECK(api->device_close(c.dev) == ST_OK);
+    unload_sim();
+}
+
 /* Ops and copies accept only device addresses of their own device, within an allocation. */
 static void test_device_addresses(void) {
     const st_backend_api *api = load_sim("devices=2,mem=1MiB");
@@ -500,6 +550,7 @@ int main(int argc, char **argv) {
     test_hang_op();
     test_bandwidth_and_copies();
     test_device_addresses();
+    test_memory_pressure();
     test_probe_reasons();
     TEST_DONE();
 }
