@@ -87,15 +87,6 @@ static inline int hsum128_i32(__m128i s) {
     }                                                                                                    \
     ST_X86_VEC_DOT(name)
 
-ST_X86_INLINE void unpack_q4_k(const st_block_q4_K *b, __m256i q[8]) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int c = 0; c < 4; c++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
-        q[2 * c] = _mm256_and_si256(v, m4);
-        q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    }
-}
-
 ST_X86_INLINE void unpack_q5_k(const st_block_q5_K *b, __m256i q[8]) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256i hb = _mm256_loadu_si256((const __m256i *)b->qh);
@@ -108,7 +99,126 @@ ST_X86_INLINE void unpack_q5_k(const st_block_q5_K *b, __m256i q[8]) {
     }
 }
 
-ST_K4_DOT(vd_q4_k, st_block_q4_K, unpack_q4_k)
+/* Q4_K: the hot format of decode, so a dedicated kernel. Scales are unpacked with 32-bit
+ * integer ops, broadcast once per block and spread per sub-block with byte shuffles; the min
+ * term is accumulated as a vector. With AVX-512BW two 32-byte chunks go in one register. */
+ST_X86_INLINE void k4_scales_simd(const uint8_t *q, __m128i *sc16, __m128i *mn16) {
+    uint32_t u[3];
+    memcpy(u, q, 12);
+    uint64_t sc = (uint64_t)(u[0] & 0x3f3f3f3fu) |
+                  (uint64_t)((u[2] & 0x0f0f0f0fu) | ((u[0] >> 2) & 0x30303030u)) << 32;
+    uint64_t mn = (uint64_t)(u[1] & 0x3f3f3f3fu) |
+                  (uint64_t)(((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 2) & 0x30303030u)) << 32;
+    *sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc));
+    *mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
+}
+
+/* byte-shuffle index selecting int16 element e in every position */
+#define K4_IDX(e) ((char)(2 * (e))), ((char)(2 * (e) + 1))
+#define K4_IDX8(e) K4_IDX(e), K4_IDX(e), K4_IDX(e), K4_IDX(e), K4_IDX(e), K4_IDX(e), K4_IDX(e), K4_IDX(e)
+
+ST_X86_INLINE void vd_q4_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_q4_K *w = vw;
+#if defined(__AVX512BW__)
+    __m512 acc[8];
+    __m128 accm[8];
+    for (int j = 0; j < NR; j++) {
+        acc[j] = _mm512_setzero_ps();
+        accm[j] = _mm_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* register p (0..3) holds sub-blocks {lo: 4*(p/2)+0/1, hi: 4*(p/2)+2/3} -- see below */
+    static const char idx_tab[4][64] = {
+        {K4_IDX8(0), K4_IDX8(0), K4_IDX8(2), K4_IDX8(2)},
+        {K4_IDX8(1), K4_IDX8(1), K4_IDX8(3), K4_IDX8(3)},
+        {K4_IDX8(4), K4_IDX8(4), K4_IDX8(6), K4_IDX8(6)},
+        {K4_IDX8(5), K4_IDX8(5), K4_IDX8(7), K4_IDX8(7)},
+    };
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m128i sc16, mn16;
+        k4_scales_simd(w[b].scales, &sc16, &mn16);
+        __m512i scv = _mm512_broadcast_i32x4(sc16);
+        __m512i q[4], sv[4];
+        for (int h = 0; h < 2; h++) {
+            /* 64 bytes = chunks 2h and 2h+1: low nibbles are sub-blocks 4h and 4h+2,
+             * high nibbles 4h+1 and 4h+3 */
+            __m512i v = _mm512_loadu_si512((const void *)(w[b].qs + 64 * h));
+            q[2 * h] = _mm512_and_si512(v, m4);
+            q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        for (int p = 0; p < 4; p++) sv[p] = _mm512_shuffle_epi8(scv, _mm512_loadu_si512((const void *)idx_tab[p]));
+        float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m512i sumi = _mm512_setzero_si512();
+            for (int h = 0; h < 2; h++) {
+                const int8_t *xq = xb->qs + 128 * h;
+                __m512i xlo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq)),
+                                                 _mm256_loadu_si256((const __m256i *)(xq + 64)), 1);
+                __m512i xhi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32))),
+                                                 _mm256_loadu_si256((const __m256i *)(xq + 96)), 1);
+                __m512i plo = _mm512_madd_epi16(_mm512_maddubs_epi16(q[2 * h], xlo), sv[2 * h]);
+                __m512i phi = _mm512_madd_epi16(_mm512_maddubs_epi16(q[2 * h + 1], xhi), sv[2 * h + 1]);
+                sumi = _mm512_add_epi32(sumi, _mm512_add_epi32(plo, phi));
+            }
+            __m128i ms = _mm_madd_epi16(mn16, bsums_pairs(xb->bsums));
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d * xb->d), _mm512_cvtepi32_ps(sumi), acc[j]);
+            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(ms), accm[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) {
+        __m128 m = accm[j];
+        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        s[j] = _mm512_reduce_add_ps(acc[j]) - _mm_cvtss_f32(m);
+    }
+#else
+    __m256 acc[8];
+    __m128 accm[8];
+    for (int j = 0; j < NR; j++) {
+        acc[j] = _mm256_setzero_ps();
+        accm[j] = _mm_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    static const char idx_tab[8][32] = {
+        {K4_IDX8(0), K4_IDX8(0)}, {K4_IDX8(1), K4_IDX8(1)}, {K4_IDX8(2), K4_IDX8(2)}, {K4_IDX8(3), K4_IDX8(3)},
+        {K4_IDX8(4), K4_IDX8(4)}, {K4_IDX8(5), K4_IDX8(5)}, {K4_IDX8(6), K4_IDX8(6)}, {K4_IDX8(7), K4_IDX8(7)},
+    };
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m128i sc16, mn16;
+        k4_scales_simd(w[b].scales, &sc16, &mn16);
+        __m256i scv = _mm256_broadcastsi128_si256(sc16);
+        __m256i q[8], sv[8];
+        for (int c = 0; c < 4; c++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
+            q[2 * c] = _mm256_and_si256(v, m4);
+            q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        for (int v = 0; v < 8; v++) sv[v] = _mm256_shuffle_epi8(scv, _mm256_loadu_si256((const __m256i *)idx_tab[v]));
+        float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int v = 0; v < 8; v += 2) {
+                __m256i p0 = _mm256_maddubs_epi16(q[v], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v)));
+                __m256i p1 = _mm256_maddubs_epi16(q[v + 1], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v + 32)));
+                sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, sv[v]), _mm256_madd_epi16(p1, sv[v + 1])));
+            }
+            __m128i ms = _mm_madd_epi16(mn16, bsums_pairs(xb->bsums));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(ms), accm[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) {
+        __m128 m = accm[j];
+        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        s[j] = st_x86_hsum(acc[j]) - _mm_cvtss_f32(m);
+    }
+#endif
+}
+ST_X86_VEC_DOT(vd_q4_k)
+
 ST_K4_DOT(vd_q5_k, st_block_q5_K, unpack_q5_k)
 
 /* ---------------------------------------------------------------- Q6_K */
