@@ -90,16 +90,18 @@ static int apply(st_sim_dev_config *d, const char *key, const char *val, const c
         d->hang_ms = u;
     } else if (!strcmp(key, "fail_alloc") || !strcmp(key, "fail_op") || !strcmp(key, "fail_copy") ||
                !strcmp(key, "hang_op") || !strcmp(key, "lose_after") || !strcmp(key, "domain") ||
-               !strcmp(key, "unusable") || !strcmp(key, "check_ptrs")) {
+               !strcmp(key, "unusable") || !strcmp(key, "check_ptrs") ||
+               !strcmp(key, "async_errors")) {
         if (parse_count(val, &u)) goto bad_count;
         if (!strcmp(key, "fail_alloc")) d->fail_alloc = u;
         else if (!strcmp(key, "fail_op")) d->fail_op = u;
         else if (!strcmp(key, "fail_copy")) d->fail_copy = u;
         else if (!strcmp(key, "hang_op")) d->hang_op = u;
         else if (!strcmp(key, "lose_after")) d->lose_after = u;
-        else if (!strcmp(key, "check_ptrs")) {
+        else if (!strcmp(key, "check_ptrs") || !strcmp(key, "async_errors")) {
             if (u > 1) goto bad_count;
-            d->check_ptrs = (uint32_t)u;
+            if (!strcmp(key, "check_ptrs")) d->check_ptrs = (uint32_t)u;
+            else d->async_errors = (uint32_t)u;
         }
         else if (!strcmp(key, "domain")) {
             if (u > 255) goto bad_count;
@@ -111,7 +113,7 @@ static int apply(st_sim_dev_config *d, const char *key, const char *val, const c
     } else {
         snprintf(err, errlen,
                  "STRATA_SIM: unknown key '%s' in '%s' (keys: devices, mem, bw, pinned, fail_alloc, fail_op, "
-                 "fail_copy, hang_op, hang_ms, lose_after, domain, unusable, check_ptrs; devN.<key> for one device)",
+                 "fail_copy, hang_op, hang_ms, lose_after, domain, unusable, check_ptrs, async_errors; devN.<key> for one device)",
                  key, item);
         return -1;
     }
@@ -121,7 +123,7 @@ bad_size:
     return -1;
 bad_count:
     snprintf(err, errlen, "STRATA_SIM: '%s': expected a whole number%s", item,
-             !strcmp(key, "unusable") || !strcmp(key, "check_ptrs") ? " (0 or 1)" : !strcmp(key, "domain") ? " 0..255" : "");
+             !strcmp(key, "unusable") || !strcmp(key, "check_ptrs") || !strcmp(key, "async_errors") ? " (0 or 1)" : !strcmp(key, "domain") ? " 0..255" : "");
     return -1;
 }
 

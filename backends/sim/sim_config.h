@@ -22,6 +22,7 @@ typedef struct st_sim_dev_config {
     uint32_t domain;     /* memory domain group; peer copies only within one group */
     uint32_t unusable;   /* nonzero: probe reports the device unusable */
     uint32_t check_ptrs; /* nonzero (default): ops and copies refuse non-device addresses */
+    uint32_t async_errors; /* nonzero: fail_op's failure surfaces at the next stream_sync */
 } st_sim_dev_config;
 
 typedef struct st_sim_config {

@@ -36,15 +36,22 @@ struct st_device {
     uint64_t n_ops, n_copies;    /* ops and copies run since device_open */
     int lost;                    /* set once lose_after ops have run */
     st_sim_ranges live;          /* live allocations */
+    st_status pending;           /* async_errors: failure waiting for the next stream_sync */
+    char pending_text[256];
 };
+
+/* async_errors: the failure an earlier op left for stream_sync/event_record, once (ST_OK when
+ * none); sets the error text. */
+st_status st_sim_take_pending(st_device *d);
 
 /* ST_OK when [first, last] lies inside one live allocation of `d` (or check_ptrs is off),
  * else ST_INVALID with a text naming `what` (e.g. "matmul: w") and the device. */
 st_status st_sim_check_ptr(st_device *d, const char *what, const void *first, const void *last);
 
 /* Count one op on the stream's device and apply the fault plan (lost, fail_op, hang_op).
- * Returns ST_OK when the op may run, else the injected status with an error text. */
-st_status st_sim_op_enter(st_stream *s, uint32_t op);
+ * Returns ST_OK when the op may run, else the injected status with an error text. *skip is
+ * set when the op must not run but returns OK (its failure was deferred: async_errors). */
+st_status st_sim_op_enter(st_stream *s, uint32_t op, int *skip);
 /* The sim's ops table: core/ref's ops behind st_sim_op_enter. Static storage. */
 const st_backend_ops *st_sim_ops(void);
 /* Nonzero when the reference implements `op` for `wtype` (what every sim device supports). */

@@ -393,7 +393,8 @@ static st_status sim_stream_sync(st_stream *s) {
     pthread_mutex_lock(&s->dev->mu);
     int lost = s->dev->lost;
     pthread_mutex_unlock(&s->dev->mu);
-    return lost ? lost_error(s->dev, "stream_sync") : ST_OK;
+    if (lost) return lost_error(s->dev, "stream_sync");
+    return st_sim_take_pending(s->dev);
 }
 
 static st_status sim_event_record(st_event *e, st_stream *s) {

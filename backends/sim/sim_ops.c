@@ -2,6 +2,7 @@
  * core/ref's scalar implementation on the device memory (host memory underneath). */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/module_util.h"
@@ -20,7 +21,18 @@ static void sleep_ms(uint64_t ms) {
     }
 }
 
-st_status st_sim_op_enter(st_stream *s, uint32_t op) {
+st_status st_sim_take_pending(st_device *d) {
+    pthread_mutex_lock(&d->mu);
+    st_status st = d->pending;
+    char text[sizeof d->pending_text];
+    memcpy(text, d->pending_text, sizeof text);
+    d->pending = ST_OK;
+    pthread_mutex_unlock(&d->mu);
+    return st == ST_OK ? ST_OK : st_mod_fail(st, "%s", text);
+}
+
+st_status st_sim_op_enter(st_stream *s, uint32_t op, int *skip) {
+    *skip = 0;
     if (!s || !s->dev) return st_mod_fail(ST_INVALID, "%s: NULL stream", op_name(op));
     st_device *d = s->dev;
     pthread_mutex_lock(&d->mu);
@@ -42,6 +54,18 @@ st_status st_sim_op_enter(st_stream *s, uint32_t op) {
     int fail = d->cfg.fail_op && n == d->cfg.fail_op;
     uint64_t hang_ms = d->cfg.hang_ms;
     pthread_mutex_unlock(&d->mu);
+    if (fail && d->cfg.async_errors) {
+        pthread_mutex_lock(&d->mu);
+        if (d->pending == ST_OK) {
+            d->pending = ST_INTERNAL;
+            snprintf(d->pending_text, sizeof d->pending_text,
+                     "asynchronous failure of op #%llu (%s) on %s, reported at synchronization (fail_op=%llu)",
+                     (unsigned long long)n, op_name(op), d->name, (unsigned long long)n);
+        }
+        pthread_mutex_unlock(&d->mu);
+        *skip = 1;
+        return ST_OK;
+    }
     if (fail)
         return st_mod_fail(ST_INTERNAL, "injected failure: op #%llu (%s) on %s (fail_op=%llu)", (unsigned long long)n,
                            op_name(op), d->name, (unsigned long long)n);
@@ -116,8 +140,9 @@ static st_status chk_argmax(st_device *d, const char *op, const st_topk_args *a)
 /* One wrapper per op slot: the fault layer, the argument addresses, then the reference. */
 #define SIM_OP(slot, id, argtype)                                                      \
     static st_status sim_##slot(st_stream *s, const argtype *a) {                      \
-        st_status st = st_sim_op_enter(s, id);                                         \
-        if (st != ST_OK) return st;                                                    \
+        int skip_;                                                                     \
+        st_status st = st_sim_op_enter(s, id, &skip_);                                 \
+        if (st != ST_OK || skip_) return st;                                           \
         if (!a) return st_mod_fail(ST_INVALID, "%s: NULL arguments", op_name(id));     \
         st = chk_##slot(s->dev, op_name(id), a);                                       \
         if (st != ST_OK) return st;                                                    \

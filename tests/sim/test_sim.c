@@ -209,6 +209,36 @@ static void test_fail_op_and_compute(void) {
     unload_sim();
 }
 
+/* async_errors: the failed op returns OK and its failure comes back from stream_sync. */
+static void test_async_errors(void) {
+    const st_backend_api *api = load_sim("mem=1MiB,fail_op=2,async_errors=1");
+    if (!api) {
+        CHECK(0);
+        return;
+    }
+    st_device *d = NULL;
+    st_stream *s = NULL;
+    CHECK(api->device_open(0, &d) == ST_OK);
+    CHECK(api->stream_create(d, &s) == ST_OK);
+    float h[16], out[16];
+    for (int i = 0; i < 16; i++) h[i] = (float)i;
+    void *buf = NULL;
+    CHECK(api->mem_alloc(d, sizeof h, &buf) == ST_OK);
+    CHECK(api->copy_h2d(s, buf, h, sizeof h) == ST_OK);
+    CHECK(run_scale(api, s, buf, 2.0f) == ST_OK);
+    CHECK(run_scale(api, s, buf, 5.0f) == ST_OK); /* fails, but only later */
+    CHECK(run_scale(api, s, buf, 3.0f) == ST_OK);
+    CHECK(api->stream_sync(s) == ST_INTERNAL);
+    CHECK_HAS(api->last_error(), "asynchronous failure of op #2 (scale) on SIM0");
+    CHECK(api->stream_sync(s) == ST_OK); /* reported once */
+    CHECK(api->copy_d2h(s, out, buf, sizeof out) == ST_OK);
+    CHECK(out[4] == 24.0f); /* op 2 did not run */
+    CHECK(api->mem_free(d, buf) == ST_OK);
+    CHECK(api->stream_destroy(s) == ST_OK);
+    CHECK(api->device_close(d) == ST_OK);
+    unload_sim();
+}
+
 static void test_lose_after(void) {
     const st_backend_api *api = load_sim("mem=1MiB,lose_after=3");
     if (!api) {
@@ -525,6 +555,7 @@ static void test_parser(void) {
         {"mem=", "'mem=' is not key=value"},
         {"unusable=2", "(0 or 1)"},
         {"check_ptrs=yes", "(0 or 1)"},
+        {"async_errors=2", "(0 or 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
@@ -546,6 +577,7 @@ int main(int argc, char **argv) {
     test_accounting();
     test_fail_alloc();
     test_fail_op_and_compute();
+    test_async_errors();
     test_lose_after();
     test_hang_op();
     test_bandwidth_and_copies();
