@@ -61,16 +61,15 @@ typedef struct mm_block {
     const char *qx;     /* n activation rows in the partner format */
     size_t xrow;
     int64_t n, K;
-    const st_tensor *out;
-    const int32_t *out_rows; /* output row of activation i, or NULL for i */
-    const float *scale;      /* per output row scale (indexed like out_rows' values), or NULL */
+    uint32_t otype;       /* F32/F16/BF16 */
+    char *const *orow;    /* [n] output row of each activation row */
+    const float *oscale;  /* [n] scale of each activation row, or NULL */
 } mm_block;
 
-static void mm_store(const mm_block *b, int64_t i0, int nr, int64_t m, const float *s) {
+static inline void mm_store(const mm_block *b, int64_t i0, int nr, int64_t m, const float *s) {
     for (int j = 0; j < nr; j++) {
-        int64_t orow = b->out_rows ? b->out_rows[i0 + j] : i0 + j;
-        float v = b->scale ? b->scale[orow] * s[j] : s[j];
-        st_cpu_store1(b->out->type, st_cpu_row(b->out, orow), m, v);
+        float v = b->oscale ? b->oscale[i0 + j] * s[j] : s[j];
+        st_cpu_store1(b->otype, b->orow[i0 + j], m, v);
     }
 }
 
@@ -145,13 +144,20 @@ st_status st_cpu_matmul(st_stream *st, const st_matmul_args *a) {
                            st_type_name(wk->vec_type));
     char *qx = quantize_rows(d, wk, &a->x, NULL, n, K, xrow);
     if (!qx) return st_mod_fail(ST_OOM, "cpu matmul: activation buffer of %zu bytes", (size_t)n * xrow);
+    char **orow = malloc((size_t)n * sizeof *orow);
+    if (!orow) {
+        free(qx);
+        return st_mod_fail(ST_OOM, "cpu matmul: %lld row pointers", (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++) orow[i] = st_cpu_row(&a->out, i);
     mm_job j;
-    j.b = (mm_block){wk, a->w.data, a->w.nb[1], qx, xrow, n, K, &a->out, NULL, NULL};
+    j.b = (mm_block){wk, a->w.data, a->w.nb[1], qx, xrow, n, K, a->out.type, orow, NULL};
     j.M = M;
     int nth = st_cpu_nth(d, M * (n < 8 ? n : 8) * K, 32768);
     j.chunk = pick_chunk(M, 1, nth, n);
     atomic_init(&j.next, 0);
     st_cpu_pool_run(d->pool, mm_task, &j, nth);
+    free(orow);
     free(qx);
     return ST_OK;
 }
@@ -167,7 +173,8 @@ typedef struct moe_job {
     const st_cpu_weight_kernels *wk;
     const char *qx; /* [n_active][xrow] in sorted order */
     size_t xrow;
-    const int32_t *order; /* sorted assignment ids */
+    char *const *orow;    /* [n_active] output row per sorted assignment */
+    const float *oscale;  /* [n_active] scale per sorted assignment, or NULL */
     const moe_group *groups;
     int64_t n_groups, M, K, chunk, per_group;
     float *scale_by_assign;
@@ -186,8 +193,8 @@ static void moe_task(void *vctx, int ith, int nth) {
         int64_t m0 = (t % j->per_group) * j->chunk;
         int64_t m1 = m0 + j->chunk < j->M ? m0 + j->chunk : j->M;
         mm_block b = {j->wk, (const char *)a->w.data + g->slot * a->w.nb[2], a->w.nb[1],
-                      j->qx + (size_t)g->p0 * j->xrow, j->xrow, g->cnt, j->K, &a->out, j->order + g->p0,
-                      a->scale};
+                      j->qx + (size_t)g->p0 * j->xrow, j->xrow, g->cnt, j->K, a->out.type, j->orow + g->p0,
+                      j->oscale ? j->oscale + g->p0 : NULL};
         mm_rows(&b, m0, m1);
     }
 }
@@ -214,10 +221,11 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     /* validate and bucket assignments by slot (stable: ascending assignment id per slot) */
     int64_t *count = calloc((size_t)n_slots + 1, sizeof *count);
     int32_t *slot_of = malloc((size_t)na * sizeof *slot_of);
-    int32_t *order = malloc((size_t)na * sizeof *order);
     int32_t *src_rows = malloc((size_t)na * sizeof *src_rows);
+    char **orow = malloc((size_t)na * sizeof *orow);
+    float *oscale = malloc((size_t)na * sizeof *oscale);
     moe_group *groups = malloc((size_t)(n_slots < na ? n_slots : na) * sizeof *groups + sizeof *groups);
-    if (!count || !slot_of || !order || !src_rows || !groups) {
+    if (!count || !slot_of || !src_rows || !groups || !orow || !oscale) {
         s = st_mod_fail(ST_OOM, "cpu moe_matmul: index buffers for %lld assignments", (long long)na);
         goto done;
     }
@@ -249,8 +257,9 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     for (int64_t i = 0; i < na; i++) {
         if (slot_of[i] < 0) continue;
         int64_t p = count[slot_of[i]]++;
-        order[p] = (int32_t)i;
         src_rows[p] = a->x_row[i];
+        orow[p] = st_cpu_row(&a->out, i);
+        oscale[p] = a->scale ? a->scale[i] : 1.0f;
     }
     size_t xrow = st_row_size(wk->vec_type, K);
     if (K > 0 && xrow == 0) {
@@ -270,7 +279,8 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     j.wk = wk;
     j.qx = qx;
     j.xrow = xrow;
-    j.order = order;
+    j.orow = orow;
+    j.oscale = a->scale ? oscale : NULL;
     j.groups = groups;
     j.n_groups = n_groups;
     j.M = M;
@@ -284,8 +294,9 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
 done:
     free(count);
     free(slot_of);
-    free(order);
     free(src_rows);
+    free(orow);
+    free(oscale);
     free(groups);
     return s;
 }
