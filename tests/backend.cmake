@@ -40,6 +40,10 @@ add_executable(test_backend_variant ${ST_TB_SRC}/test_variant.c)
 target_link_libraries(test_backend_variant PRIVATE st_backend)
 add_test(NAME backend_variant COMMAND test_backend_variant)
 
+add_executable(test_backend_json ${ST_TB_SRC}/test_json.c)
+target_link_libraries(test_backend_json PRIVATE st_backend m)
+add_test(NAME backend_json COMMAND test_backend_json)
+
 add_executable(test_backend_abi_layout ${ST_TB_SRC}/abi_layout.c)
 target_include_directories(test_backend_abi_layout PRIVATE ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME backend_abi_layout COMMAND test_backend_abi_layout)

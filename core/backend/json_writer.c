@@ -55,19 +55,50 @@ void st_json_end_object(st_json_writer *w) { close_container(w, '}'); }
 void st_json_begin_array(st_json_writer *w) { open_container(w, '['); }
 void st_json_end_array(st_json_writer *w) { close_container(w, ']'); }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not valid UTF-8. */
+static int utf8_len(const unsigned char *p) {
+    int n;
+    uint32_t cp;
+    if (p[0] < 0x80) return 1;
+    if ((p[0] & 0xe0) == 0xc0) n = 2, cp = p[0] & 0x1f;
+    else if ((p[0] & 0xf0) == 0xe0) n = 3, cp = p[0] & 0x0f;
+    else if ((p[0] & 0xf8) == 0xf0) n = 4, cp = p[0] & 0x07;
+    else return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
+/* Quoted JSON string; bytes that are not valid UTF-8 become U+FFFD. */
 static void write_escaped(FILE *f, const char *s) {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
         switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-            else fputc(*p, f);
+        case '"': fputs("\\\"", f); p++; continue;
+        case '\\': fputs("\\\\", f); p++; continue;
+        case '\n': fputs("\\n", f); p++; continue;
+        case '\r': fputs("\\r", f); p++; continue;
+        case '\t': fputs("\\t", f); p++; continue;
+        default: break;
         }
+        if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p);
+            p++;
+            continue;
+        }
+        int n = utf8_len(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, f);
+        p += n;
     }
     fputc('"', f);
 }
