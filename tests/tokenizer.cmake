@@ -44,7 +44,7 @@ if(STRATA_ARCH_X86 AND EXISTS ${_tok_llama_inc}/llama.h AND EXISTS ${_tok_ggml_i
   target_include_directories(test_tokenizer_vs_llama PRIVATE ${_tok_llama_inc} ${_tok_ggml_inc})
   target_link_libraries(test_tokenizer_vs_llama PRIVATE st_tokenizer st_gguf ${_tok_llama_so} ${_tok_ggml_so} ${_tok_ggml_base})
   set_target_properties(test_tokenizer_vs_llama PROPERTIES BUILD_RPATH ${_tok_llama_libdir})
-  add_test(NAME tokenizer.vs_llama COMMAND test_tokenizer_vs_llama ${STRATA_LLAMA_REF_DIR}/src/models 1000)
+  add_test(NAME tokenizer.vs_llama COMMAND test_tokenizer_vs_llama ${STRATA_LLAMA_REF_DIR}/src/models 600)
   set_tests_properties(tokenizer.vs_llama PROPERTIES TIMEOUT 900 LABELS "tokenizer;reference;nosan")
 else()
   message(STATUS "tokenizer: llama.cpp libraries not in ${STRATA_LLAMA_REF_DIR}; tokenizer.vs_llama not built")

@@ -450,6 +450,46 @@ static void split_gpt4o(scan *s) {
     emit(s, s->e);
 }
 
+/* "[\p{P}\$\+<=>\^~\|]+" (default rules) or "[\p{P}\$\+<=>\^~\|`]+" (falcon):
+ * punctuation runs plus a few ASCII symbols. */
+static bool punct_sym(const scan *s, size_t i, bool backtick) {
+    if (i >= s->e) return false;
+    uint32_t c = s->cp[i];
+    return (s->fl[i] & F_P) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' ||
+           c == '~' || c == '|' || (backtick && c == '`');
+}
+
+static void split_punct_sym(scan *s, bool backtick) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        if (!punct_sym(s, pos, backtick)) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        while (punct_sym(s, pos, backtick)) pos++;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
+/* "[0-9][0-9][0-9]": non-overlapping triples of ASCII digits, leftmost first. */
+static bool ascii_digit(const scan *s, size_t i) { return i < s->e && s->cp[i] >= '0' && s->cp[i] <= '9'; }
+
+static void split_ascii_digit3(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        if (ascii_digit(s, pos) && ascii_digit(s, pos + 1) && ascii_digit(s, pos + 2)) {
+            emit(s, pos);
+            pos += 3;
+            emit(s, pos);
+        } else {
+            pos++;
+        }
+    }
+    emit(s, s->e);
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -468,6 +508,9 @@ typedef enum step_kind {
     STEP_CJK_KANA,
     STEP_DS3_MAIN,
     STEP_GPT4O,
+    STEP_PUNCT_SYM,
+    STEP_FALCON_PUNCT,
+    STEP_ASCII_DIGIT3,
 } step_kind;
 
 static void run_step(scan *s, step_kind k) {
@@ -489,6 +532,9 @@ static void run_step(scan *s, step_kind k) {
     case STEP_CJK_KANA: split_cjk_kana(s); break;
     case STEP_DS3_MAIN: split_ds3_main(s); break;
     case STEP_GPT4O: split_gpt4o(s); break;
+    case STEP_PUNCT_SYM: split_punct_sym(s, false); break;
+    case STEP_FALCON_PUNCT: split_punct_sym(s, true); break;
+    case STEP_ASCII_DIGIT3: split_ascii_digit3(s); break;
     }
 }
 
@@ -503,6 +549,9 @@ static const step_kind steps_ds_coder[] = {STEP_NEWLINES, STEP_SP_LETTERS, STEP_
 
 static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3_MAIN};
 static const step_kind steps_gpt4o[] = {STEP_GPT4O};
+static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
+static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
+static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
 
 typedef struct pretok_def {
     const char *name;
@@ -520,6 +569,9 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_DEEPSEEK_CODER] = DEF("deepseek-coder", steps_ds_coder),
     [ST_PRETOK_DEEPSEEK3] = DEF("deepseek-v3", steps_ds3),
     [ST_PRETOK_GPT4O] = DEF("gpt-4o", steps_gpt4o),
+    [ST_PRETOK_DEFAULT] = DEF("default", steps_default),
+    [ST_PRETOK_FALCON] = DEF("falcon", steps_falcon),
+    [ST_PRETOK_STARCODER] = DEF("starcoder", steps_starcoder),
 };
 
 const char *st_pretok_name(st_pretok kind) {

@@ -17,6 +17,9 @@ typedef enum st_pretok {
     ST_PRETOK_DEEPSEEK_CODER, /* five sequential splits */
     ST_PRETOK_DEEPSEEK3,      /* DeepSeek-V3/R1: digit groups, CJK/kana runs, then words */
     ST_PRETOK_GPT4O,          /* GPT-4o / gpt-oss / Llama 4: case-aware words, \p{N}{1,3} */
+    ST_PRETOK_DEFAULT,        /* no/"default" pre-tokenizer: punct runs, gpt-2, \p{N}+, digit triples */
+    ST_PRETOK_FALCON,         /* punct runs, gpt-2, ASCII digit triples */
+    ST_PRETOK_STARCODER,      /* single digits, then gpt-2 (starcoder, refact, command-r, ...) */
     ST_PRETOK_COUNT
 } st_pretok;
 

@@ -57,7 +57,8 @@ typedef enum st_tokenizer_kind {
  * Initialize with st_tokenizer_config_init, then fill what you have. */
 typedef struct st_tokenizer_config {
     const char *model;              /* tokenizer.ggml.model: "llama" or "gpt2" */
-    const char *pre;                /* tokenizer.ggml.pre; NULL/"default" = "gpt-2" */
+    const char *pre;                /* tokenizer.ggml.pre; NULL/"" = "default" (the reference's
+                                       rules for files converted without a pre-tokenizer) */
     const char *name;               /* general.name (a few quirks depend on it); may be NULL */
     uint32_t n_vocab;               /* number of tokens */
     const char *const *tokens;      /* tokenizer.ggml.tokens [n_vocab] */

@@ -124,33 +124,62 @@ enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2 };
 
 /* tokenizer.ggml.pre values whose split rules are one of the implemented kinds. */
 static const pre_alias pre_aliases[] = {
+    {"default", ST_PRETOK_DEFAULT, 0},
     {"gpt-2", ST_PRETOK_GPT2, 0},
     {"phi-2", ST_PRETOK_GPT2, 0},
     {"mpt", ST_PRETOK_GPT2, 0},
     {"olmo", ST_PRETOK_GPT2, 0},
     {"jais", ST_PRETOK_GPT2, 0},
-    {"roberta-bpe", ST_PRETOK_GPT2, 0},
     {"exaone4", ST_PRETOK_GPT2, 0},
+    {"trillion", ST_PRETOK_GPT2, 0},
+    {"granite-docling", ST_PRETOK_GPT2, 0},
+    {"gigachat", ST_PRETOK_GPT2, 0},
+    {"a.x-4.0", ST_PRETOK_GPT2, 0},
+    {"mellum", ST_PRETOK_GPT2, 0},
+    {"falcon", ST_PRETOK_FALCON, 0},
+    {"starcoder", ST_PRETOK_STARCODER, 0},
+    {"refact", ST_PRETOK_STARCODER, 0},
+    {"command-r", ST_PRETOK_STARCODER, 0},
+    {"smollm", ST_PRETOK_STARCODER, 0},
+    {"codeshell", ST_PRETOK_STARCODER, 0},
+    {"exaone", ST_PRETOK_STARCODER, 0},
+    {"minerva-7b", ST_PRETOK_STARCODER, 0},
+    {"mellum2", ST_PRETOK_STARCODER, 0},
     {"llama3", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"llama-v3", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"llama-bpe", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"falcon3", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
+    {"falcon-h1", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"pixtral", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
+    {"midm-2.0", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
+    {"lfm2", ST_PRETOK_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS},
     {"dbrx", ST_PRETOK_LLAMA3, 0},
     {"smaug-bpe", ST_PRETOK_LLAMA3, 0},
     {"glm4", ST_PRETOK_LLAMA3, 0},
     {"chatglm-bpe", ST_PRETOK_LLAMA3, 0},
     {"qwen2", ST_PRETOK_QWEN2, 0},
     {"deepseek-r1-qwen", ST_PRETOK_QWEN2, 0},
+    {"kormo", ST_PRETOK_QWEN2, 0},
+    {"f2llmv2", ST_PRETOK_QWEN2, 0},
     {"megrez", ST_PRETOK_QWEN2, 0},
     {"stablelm2", ST_PRETOK_QWEN2, 0},
     {"hunyuan", ST_PRETOK_QWEN2, 0},
+    {"solar-open", ST_PRETOK_QWEN2, 0},
+    {"grok-2", ST_PRETOK_QWEN2, 0},
+    {"bailingmoe", ST_PRETOK_QWEN2, 0},
+    {"bailingmoe2", ST_PRETOK_QWEN2, 0},
+    {"llada-moe", ST_PRETOK_QWEN2, 0},
     {"qwen35", ST_PRETOK_QWEN35, 0},
     {"deepseek-llm", ST_PRETOK_DEEPSEEK_LLM, 0},
     {"deepseek-coder", ST_PRETOK_DEEPSEEK_CODER, 0},
     {"deepseek-v3", ST_PRETOK_DEEPSEEK3, 0},
+    {"hunyuan-dense", ST_PRETOK_DEEPSEEK3, 0},
+    {"joyai-llm", ST_PRETOK_DEEPSEEK3, 0},
     {"gpt-4o", ST_PRETOK_GPT4O, 0},
     {"llama4", ST_PRETOK_GPT4O, 0},
+    {"minimax-m2", ST_PRETOK_GPT4O, 0},
+    {"kanana2", ST_PRETOK_GPT4O, 0},
+    {"talkie", ST_PRETOK_GPT4O, 0},
 };
 
 /* ---- special tokens by name -------------------------------------------------------------- */
@@ -541,7 +570,7 @@ st_tokenizer *st_tokenizer_create(const st_tokenizer_config *cfg, char *err, siz
     } else if (strcmp(cfg->model, "gpt2") == 0) {
         t->kind = ST_TOKENIZER_BPE;
         const char *pre = cfg->pre;
-        if (!pre || !pre[0] || strcmp(pre, "default") == 0) pre = "gpt-2";
+        if (!pre || !pre[0]) pre = "default"; /* old conversions: the reference's default rules */
         size_t i = 0, n = sizeof pre_aliases / sizeof pre_aliases[0];
         while (i < n && strcmp(pre_aliases[i].name, pre) != 0) i++;
         if (i == n) {

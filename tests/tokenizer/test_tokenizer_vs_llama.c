@@ -24,6 +24,7 @@
 
 static const char *const default_vocabs[] = {
     "llama-spm", "phi-3", "llama-bpe", "qwen2", "qwen35", "deepseek-llm", "deepseek-coder", "gpt-2",
+    "mpt", "starcoder", "refact", "command-r", "falcon",
 };
 
 /* Pre-tokenizers checked on a copy of another vocabulary. */
@@ -35,6 +36,12 @@ static const struct {
     {"qwen2", "deepseek-r1-qwen"},
     {"llama-bpe", "gpt-4o"},
     {"qwen2", "llama4"},
+    {"llama-bpe", "minimax-m2"},
+    {"qwen2", "grok-2"},
+    {"qwen2", "bailingmoe2"},
+    {"deepseek-llm", "hunyuan-dense"},
+    {"gpt-2", "default"},
+    {"gpt-2", NULL}, /* no tokenizer.ggml.pre at all */
 };
 
 static char readme[4096]; /* llama.cpp's README.md: a long real document */
@@ -66,7 +73,8 @@ static const char *const frags[] = {
     "<s>", "</s>", "<unk>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|user|>", "<|end|>",
     "<|begin_of_text|>", "<|eot_id|>", "\xc3\xb8", "\xc3\xbc", "[PAD100015]", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>",
     "\xe2\x96\x81", "\xc4\xa0", "<0x0A>", "HelloWorld", "ABCdef", "camelCase", "XMLHttp", "\xc3\x89" "cole",
-    "\xc3\xa9" "A", "a/b", "\n/", "I'Ll", "x'", "ABC'S",
+    "\xc3\xa9" "A", "a/b", "\n/", "I'Ll", "x'", "ABC'S", "`", "```", "$", "^", "|", "~", "+=", "<=>", "@", "\\",
+    "%", "&&", "0x1F", "12345678901",
 };
 
 static const char *const bad_utf8[] = {"\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xff", "\xc0\xaf", "\xed\xa0\x80"};
@@ -130,12 +138,23 @@ static int compare_text(const struct llama_vocab *lv, const st_tokenizer *t, con
     int64_t n_got = st_tokenizer_encode_alloc(t, text, n, add_special, parse_special, &got);
     int same = n_ref >= 0 && n_got == n_ref && (n_ref == 0 || memcmp(ref, got, (size_t)n_ref * sizeof *got) == 0);
     if (!same && verbose) {
-        fprintf(stderr, "  add_special=%d parse_special=%d text ", add_special, parse_special);
-        show(text, n);
+        /* show the neighbourhood of the first difference */
+        int64_t d = 0;
+        while (d < n_ref && d < n_got && ref[d] == got[d]) d++;
+        int64_t from = d > 6 ? d - 6 : 0;
+        size_t off = 0;
+        for (int64_t i = 0; i < from; i++) {
+            char pc[256];
+            int32_t pl = st_tokenizer_token_to_piece(t, got[i], pc, sizeof pc, true);
+            off += pl > 0 ? (size_t)pl : 0;
+        }
+        fprintf(stderr, "  add_special=%d parse_special=%d, first difference at token %ld, text from byte %zu: ",
+                add_special, parse_special, (long)d, off);
+        show(text + (off < n ? off : n), (off < n ? n - off : 0) > 120 ? 120 : (off < n ? n - off : 0));
         fprintf(stderr, "\n    llama.cpp:");
-        for (int32_t i = 0; i < n_ref; i++) fprintf(stderr, " %d", ref[i]);
+        for (int64_t i = from; i < n_ref && i < d + 8; i++) fprintf(stderr, " %d", ref[i]);
         fprintf(stderr, "\n    strata:   ");
-        for (int64_t i = 0; i < n_got; i++) fprintf(stderr, " %d", got[i]);
+        for (int64_t i = from; i < n_got && i < d + 8; i++) fprintf(stderr, " %d", got[i]);
         fprintf(stderr, "\n");
     }
     free(ref);
@@ -210,7 +229,7 @@ static int write_variant(const char *src, const char *dst, const char *pre) {
         default: rc = -1;
         }
     }
-    if (rc == 0) rc = st_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    if (rc == 0 && pre) rc = st_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
     if (rc == 0) rc = st_gguf_writer_begin(w, dst);
     if (rc == 0) rc = st_gguf_writer_finish(w);
     if (rc != 0) fprintf(stderr, "variant %s: %s\n", dst, w ? st_gguf_writer_error(w) : "out of memory");
@@ -232,8 +251,9 @@ static int run_variant(const char *models, const char *base, const char *pre, in
     char src[4096], dst[4096], name[128];
     snprintf(src, sizeof src, "%s/ggml-vocab-%s.gguf", models, base);
     const char *tmp = getenv("TMPDIR");
-    snprintf(dst, sizeof dst, "%s/strata-tok-%ld-%s.gguf", tmp && tmp[0] ? tmp : "/tmp", (long)getpid(), pre);
-    snprintf(name, sizeof name, "%s@%s", pre, base);
+    snprintf(dst, sizeof dst, "%s/strata-tok-%ld-%s.gguf", tmp && tmp[0] ? tmp : "/tmp", (long)getpid(),
+             pre ? pre : "none");
+    snprintf(name, sizeof name, "%s@%s", pre ? pre : "(no pre)", base);
     if (write_variant(src, dst, pre) != 0) {
         remove(dst);
         return -1;
