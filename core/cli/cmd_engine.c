@@ -61,7 +61,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
         st_msg_submit *s = p;
         size_t need = sizeof *s + sizeof(int32_t) * (size_t)(s->n_prompt > 0 ? s->n_prompt : 0);
         st_gen_request r = {.id = s->id, .prompt = (const int32_t *)(s + 1), .n_prompt = s->n_prompt,
-                            .max_tokens = s->max_tokens, .sp = s->sp};
+                            .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos, .sp = s->sp};
         char err[256] = "";
         if (len != need || st_engine_submit(e, &r, err, sizeof err)) {
             st_msg_refused rf;
@@ -86,7 +86,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
 }
 
 int st_cmd_engine(int argc, char **argv) {
-    int fd = -1, parallel = 4, ctx = 0, threads = 0, device = -1;
+    int fd = -1, parallel = 4, ctx = 0, threads = 0, device = -1, queue = 64;
     double stall = 60;
     const char *model = NULL, *dir = "/tmp", *backend = NULL, *kv_type = "f16";
     for (int i = 1; i < argc; i++) {
@@ -96,6 +96,7 @@ int st_cmd_engine(int argc, char **argv) {
         else if (!strcmp(a, "-m") && more) model = argv[++i];
         else if (!strcmp(a, "--parallel") && more) parallel = atoi(argv[++i]);
         else if (!strcmp(a, "--ctx") && more) ctx = atoi(argv[++i]);
+        else if (!strcmp(a, "--queue") && more) queue = atoi(argv[++i]);
         else if (!strcmp(a, "--stall-timeout") && more) stall = atof(argv[++i]);
         else if (!strcmp(a, "--report-dir") && more) dir = argv[++i];
         else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
@@ -162,7 +163,7 @@ int st_cmd_engine(int argc, char **argv) {
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
-    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = 64};
+    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue};
     st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
     if (!e) {
         elog("%s", err);
@@ -193,7 +194,14 @@ int st_cmd_engine(int argc, char **argv) {
         st_crash_set_stage("step %llu: forward over %d busy slots on %s", (unsigned long long)++step, es.slots_busy,
                            di.name);
         if (wd) st_watchdog_busy(wd, 1);
-        if (st_engine_step(e, emit, &ecx, err, sizeof err)) elog("step %llu failed: %s", (unsigned long long)step, err);
+        if (st_engine_step(e, emit, &ecx, err, sizeof err)) {
+            /* the device may be in any state now: every request got its error; end so that the
+             * front starts a fresh engine with a freshly opened device */
+            elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
+                 ST_ENGINE_EXIT_DEVICE);
+            st_watchdog_stop(wd);
+            return ST_ENGINE_EXIT_DEVICE;
+        }
         if (wd) st_watchdog_progress(wd);
     }
     st_watchdog_stop(wd);

@@ -11,17 +11,88 @@
 static int usage(FILE *f) {
     fprintf(f,
             "usage: strata serve [-m F.gguf] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]\n"
-            "                    [--api-key K] [--chat-template NAME] [--stall-timeout S] [--alias NAME]\n"
-            "                    [--threads N] [--backend NAME] [--device N] [--kv-type f16|f32|q8_0]\n"
-            "                    [--max-body BYTES] [--queue N] [--report-dir DIR] [--config FILE.json]\n"
+            "                    [--api-key K] [--chat-template NAME] [--alias NAME] [--stall-timeout S]\n"
+            "                    [--restart-delay S] [--threads N] [--backend NAME] [--device N]\n"
+            "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
+            "                    [--report-dir DIR] [--config FILE.json]\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
             "docs/server.md describes every option and the JSON config file.\n");
     return f == stdout ? 0 : 2;
 }
 
-/* Options from a JSON file: keys are the long option names without dashes. */
-/* String values are duplicated and live as long as the process (they configure it). */
-static int load_config(const char *path, st_serve_config *c) {
+/* Options passed through to the engine child (`strata engine`), as name/value pairs. */
+typedef struct engine_args {
+    const char *v[34];
+    int n;
+} engine_args;
+
+static int num_opt(const char *name, const char *v, double lo, double hi, double *out) {
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "strata serve: %s wants a number from %g to %g, got '%s'\n", name, lo, hi, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Apply one option (name without the leading dashes). The value string must outlive the
+ * configuration. Returns 0, 1 for an unknown name, -1 for a bad value (printed). */
+static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const char *v) {
+    double x;
+    if (!strcmp(k, "model") || !strcmp(k, "m")) c->model_path = v;
+    else if (!strcmp(k, "host")) c->host = v;
+    else if (!strcmp(k, "api-key")) c->api_key = v;
+    else if (!strcmp(k, "chat-template")) c->chat_template = v;
+    else if (!strcmp(k, "alias")) c->model_id = v;
+    else if (!strcmp(k, "report-dir")) c->report_dir = v;
+    else if (!strcmp(k, "port")) {
+        if (num_opt("--port", v, 0, 65535, &x)) return -1;
+        c->port = (int)x;
+    } else if (!strcmp(k, "parallel") || !strcmp(k, "np")) {
+        if (num_opt("--parallel", v, 1, 256, &x)) return -1;
+        c->parallel = (int)x;
+    } else if (!strcmp(k, "ctx") || !strcmp(k, "c")) {
+        if (num_opt("--ctx", v, 0, 1 << 24, &x)) return -1;
+        c->ctx = (int)x;
+    } else if (!strcmp(k, "stall-timeout")) {
+        if (num_opt("--stall-timeout", v, 0.1, 1e6, &x)) return -1;
+        c->stall_timeout = x;
+    } else if (!strcmp(k, "restart-delay")) {
+        if (num_opt("--restart-delay", v, 0, 3600, &x)) return -1;
+        c->restart_delay = x;
+    } else if (!strcmp(k, "max-body")) {
+        if (num_opt("--max-body", v, 1024, 1 << 30, &x)) return -1;
+        c->max_body = (size_t)x;
+    } else if (!strcmp(k, "max-depth")) {
+        if (num_opt("--max-depth", v, 2, 1000, &x)) return -1;
+        c->max_depth = (int)x;
+    } else if (!strcmp(k, "queue")) {
+        if (num_opt("--queue", v, 1, 1 << 20, &x)) return -1;
+        c->queue_max = (int)x;
+    } else if (!strcmp(k, "threads") || !strcmp(k, "backend") || !strcmp(k, "device") || !strcmp(k, "kv-type")) {
+        static char names[4][16];
+        static const char *const keys[4] = {"threads", "backend", "device", "kv-type"};
+        int i = 0;
+        while (strcmp(keys[i], k)) i++;
+        snprintf(names[i], sizeof names[i], "--%s", k);
+        int at = -1;
+        for (int j = 0; j < ea->n; j += 2)
+            if (!strcmp(ea->v[j], names[i])) at = j; /* given again: the last one counts */
+        if (at < 0) {
+            at = ea->n;
+            ea->n += 2;
+        }
+        ea->v[at] = names[i];
+        ea->v[at + 1] = v;
+    } else return 1;
+    return 0;
+}
+
+/* Options from a JSON file: keys are the long option names without dashes, values strings or
+ * numbers. String values are duplicated and live as long as the process (they configure it). */
+static int load_config(const char *path, st_serve_config *c, engine_args *ea) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "strata serve: cannot read --config %s\n", path);
@@ -30,8 +101,9 @@ static int load_config(const char *path, st_serve_config *c) {
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "strata serve: cannot read --config %s\n", path);
         fclose(f);
         free(buf);
         return -1;
@@ -46,27 +118,26 @@ static int load_config(const char *path, st_serve_config *c) {
         return -1;
     }
     cJSON *it;
+    int rc = 0;
     cJSON_ArrayForEach(it, j) {
-        const char *k = it->string;
-        char *sv = cJSON_IsString(it) ? strdup(it->valuestring) : NULL;
-        double dv = cJSON_IsNumber(it) ? it->valuedouble : 0;
-        if (!strcmp(k, "model") && sv) c->model_path = sv;
-        else if (!strcmp(k, "host") && sv) c->host = sv;
-        else if (!strcmp(k, "port")) c->port = (int)dv;
-        else if (!strcmp(k, "parallel")) c->parallel = (int)dv;
-        else if (!strcmp(k, "ctx")) c->ctx = (int)dv;
-        else if (!strcmp(k, "api-key") && sv) c->api_key = sv;
-        else if (!strcmp(k, "chat-template") && sv) c->chat_template = sv;
-        else if (!strcmp(k, "stall-timeout")) c->stall_timeout = dv;
-        else if (!strcmp(k, "alias") && sv) c->model_id = sv;
-        else {
-            fprintf(stderr, "strata serve: --config %s: unknown or mistyped key '%s'\n", path, k);
-            cJSON_Delete(j);
-            return -1;
+        char num[64], *v = NULL;
+        if (cJSON_IsString(it)) v = strdup(it->valuestring);
+        else if (cJSON_IsNumber(it)) {
+            snprintf(num, sizeof num, "%.17g", it->valuedouble);
+            v = strdup(num);
+        }
+        int r = v ? set_opt(c, ea, it->string, v) : 1;
+        if (r) {
+            if (r > 0)
+                fprintf(stderr, "strata serve: --config %s: unknown key '%s' or not a string/number\n", path,
+                        it->string);
+            free(v);
+            rc = -1;
+            break;
         }
     }
     cJSON_Delete(j);
-    return 0;
+    return rc;
 }
 
 /* The built-in demo model: $XDG_CACHE_HOME/strata/demo.gguf (or ~/.cache/...), written by
@@ -95,41 +166,24 @@ static int demo_model(char *path, size_t n) {
 int st_cmd_serve(int argc, char **argv) {
     st_serve_config c;
     st_serve_config_default(&c);
-    static const char *eng[32];
-    int n_eng = 0;
+    static engine_args ea;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = i + 1 < argc;
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && more) c.model_path = argv[++i];
-        else if (!strcmp(a, "--host") && more) c.host = argv[++i];
-        else if (!strcmp(a, "--port") && more) c.port = atoi(argv[++i]);
-        else if ((!strcmp(a, "--parallel") || !strcmp(a, "-np")) && more) c.parallel = atoi(argv[++i]);
-        else if ((!strcmp(a, "--ctx") || !strcmp(a, "-c")) && more) c.ctx = atoi(argv[++i]);
-        else if (!strcmp(a, "--api-key") && more) c.api_key = argv[++i];
-        else if (!strcmp(a, "--chat-template") && more) c.chat_template = argv[++i];
-        else if (!strcmp(a, "--stall-timeout") && more) c.stall_timeout = atof(argv[++i]);
-        else if (!strcmp(a, "--alias") && more) c.model_id = argv[++i];
-        else if (!strcmp(a, "--max-body") && more) c.max_body = (size_t)strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--queue") && more) c.queue_max = atoi(argv[++i]);
-        else if (!strcmp(a, "--report-dir") && more) c.report_dir = argv[++i];
-        else if (!strcmp(a, "--config") && more) {
-            if (load_config(argv[++i], &c)) return 2;
-        } else if ((!strcmp(a, "--threads") || !strcmp(a, "--backend") || !strcmp(a, "--device") ||
-                    !strcmp(a, "--kv-type")) && more && n_eng < 30) {
-            eng[n_eng++] = a;
-            eng[n_eng++] = argv[++i];
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout);
-        else {
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout);
+        if (a[0] != '-' || i + 1 >= argc) {
+            fprintf(stderr, "strata serve: unknown option or missing value: '%s'\n", a);
+            return usage(stderr);
+        }
+        const char *k = a + (a[1] == '-' ? 2 : 1), *v = argv[++i];
+        int r = !strcmp(k, "config") ? load_config(v, &c, &ea) : set_opt(&c, &ea, k, v);
+        if (r > 0) {
             fprintf(stderr, "strata serve: unknown option '%s'\n", a);
             return usage(stderr);
         }
+        if (r < 0) return 2;
     }
-    eng[n_eng] = NULL;
-    c.engine_args = eng;
-    if (c.parallel < 1 || c.parallel > 256) {
-        fprintf(stderr, "strata serve: --parallel must be 1..256\n");
-        return 2;
-    }
+    ea.v[ea.n] = NULL;
+    c.engine_args = ea.v;
     static char demo[1024];
     if (!c.model_path) {
         if (demo_model(demo, sizeof demo)) return 1;

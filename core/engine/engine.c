@@ -18,6 +18,7 @@ typedef struct slot {
     int32_t n_reused;
     int32_t last_token;
     int32_t n_gen, max_tokens;
+    int32_t ignore_eos;
     st_sampler *smp;
     uint64_t t_admit, t_first;
     int32_t row; /* logits row this step, -1 when none */
@@ -238,6 +239,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         s->n_reused = reuse;
         s->n_gen = 0;
         s->max_tokens = q->r.max_tokens;
+        s->ignore_eos = q->r.ignore_eos;
         s->smp = st_sampler_new(&q->r.sp, e->n_vocab);
         s->t_admit = st_now_ns();
         s->t_first = 0;
@@ -345,7 +347,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         int32_t t = e->ids[r];
         if (!s->t_first) s->t_first = st_now_ns();
         st_sampler_accept(s->smp, t);
-        if (is_eog(e, t)) {
+        if (!s->ignore_eos && is_eog(e, t)) {
             emit_done(e, s, ST_FINISH_STOP, NULL, emit, user);
             continue;
         }

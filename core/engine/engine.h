@@ -11,6 +11,11 @@
 #include "model/model.h"
 #include "sample/sample.h"
 
+/* Exit statuses of the engine process that the front recognizes (anything else is reported
+ * as a plain exit code): the watchdog saw no progress, or a forward failed on the device. */
+#define ST_ENGINE_EXIT_DEVICE 74
+#define ST_ENGINE_EXIT_STALL 75
+
 typedef struct st_engine_config {
     int32_t n_slots;      /* concurrent requests (<= the model's n_seq) */
     int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
@@ -22,6 +27,7 @@ typedef struct st_gen_request {
     const int32_t *prompt;   /* [n_prompt] token ids, copied by submit */
     int32_t n_prompt;
     int32_t max_tokens;      /* > 0 */
+    int32_t ignore_eos;      /* nonzero: end-of-generation tokens do not end it (sent as tokens) */
     st_sampler_params sp;
 } st_gen_request;
 

@@ -1,5 +1,7 @@
 #include "engine/watchdog.h"
 
+#include "engine/engine.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -85,7 +87,7 @@ static void *run(void *arg) {
             close(fd);
             fprintf(stderr, "stall report written to %s\n", path);
         }
-        _exit(75);
+        _exit(ST_ENGINE_EXIT_STALL);
     }
     return NULL;
 }

@@ -24,6 +24,7 @@ void st_serve_config_default(st_serve_config *c) {
     c->max_body = 1u << 20;
     c->max_depth = 32;
     c->queue_max = 64;
+    c->restart_delay = 1.0;
 }
 
 /* Copy a string, truncating to fit (the texts here are messages for people). */
@@ -71,11 +72,15 @@ static void *log_reader(void *arg) {
     free(arg);
     FILE *in = fdopen(fd, "r");
     char line[1024];
+    int in_report = 0;
     while (in && fgets(line, sizeof line, in)) {
         size_t l = strlen(line);
         while (l && (line[l - 1] == '\n' || line[l - 1] == '\r')) line[--l] = 0;
         fprintf(stderr, "engine: %s\n", line);
-        ring_add(f, line);
+        /* a crash or stall report's body is in its file: keep the ring for ordinary log lines */
+        if (!strncmp(line, "strata crash report", 19) || !strncmp(line, "strata stall report", 19)) in_report = 1;
+        if (!in_report) ring_add(f, line);
+        if (strstr(line, "report written to ")) in_report = 0;
     }
     if (in) fclose(in);
     return NULL;
@@ -89,8 +94,9 @@ static int spawn_engine(st_front *f) {
         close(sv[1]);
         return -1;
     }
-    char ctx[32], par[32], stall[32], fdbuf[8] = "3";
+    char ctx[32], par[32], stall[32], queue[32], fdbuf[8] = "3";
     snprintf(ctx, sizeof ctx, "%d", f->cfg.ctx);
+    snprintf(queue, sizeof queue, "%d", f->cfg.queue_max);
     snprintf(par, sizeof par, "%d", f->cfg.parallel);
     snprintf(stall, sizeof stall, "%g", f->cfg.stall_timeout);
     const char *argv[64];
@@ -105,6 +111,8 @@ static int spawn_engine(st_front *f) {
     argv[a++] = par;
     argv[a++] = "--ctx";
     argv[a++] = ctx;
+    argv[a++] = "--queue";
+    argv[a++] = queue;
     argv[a++] = "--stall-timeout";
     argv[a++] = stall;
     argv[a++] = "--report-dir";
@@ -125,10 +133,15 @@ static int spawn_engine(st_front *f) {
     close(sv[1]);
     close(ep[1]);
     void **arg = malloc(2 * sizeof(void *));
-    arg[0] = f;
-    arg[1] = (void *)(intptr_t)ep[0];
-    pthread_t t;
-    if (pthread_create(&t, NULL, log_reader, arg) == 0) pthread_detach(t);
+    if (arg) {
+        arg[0] = f;
+        arg[1] = (void *)(intptr_t)ep[0];
+    }
+    f->log_thread_ok = arg && pthread_create(&f->log_thread, NULL, log_reader, arg) == 0;
+    if (!f->log_thread_ok) {
+        free(arg);
+        close(ep[0]);
+    }
     pthread_mutex_lock(&f->mu);
     f->fd = sv[0];
     f->pid = pid;
@@ -200,6 +213,12 @@ static void on_event(st_front *f, const st_engine_event *ev) {
     } else {
         r->done = 1;
         r->done_ev = *ev;
+        if (ev->finish == ST_FINISH_ERROR) {
+            r->failed = 1;
+            r->fail_status = 500;
+            snprintf(r->fail_code, sizeof r->fail_code, "engine_error");
+            snprintf(r->fail_msg, sizeof r->fail_msg, "the engine failed: %s; it is restarted", ev->msg);
+        }
     }
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
@@ -213,9 +232,11 @@ static void describe_death(st_front *f, pid_t pid, int wstatus, char *out, size_
         int s = WTERMSIG(wstatus);
         snprintf(what, sizeof what, "was killed by signal %s (%d)", sigabbrev_np(s) ? sigabbrev_np(s) : "?", s);
         snprintf(path, sizeof path, "%s/strata-crash-%d.txt", report_dir(f), (int)pid);
-    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 75) {
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == ST_ENGINE_EXIT_STALL) {
         snprintf(what, sizeof what, "stalled (no progress for %g s) and was stopped by its watchdog", f->cfg.stall_timeout);
         snprintf(path, sizeof path, "%s/strata-stall-%d.txt", report_dir(f), (int)pid);
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == ST_ENGINE_EXIT_DEVICE) {
+        snprintf(what, sizeof what, "stopped after a failed forward on its device (exit code %d)", ST_ENGINE_EXIT_DEVICE);
     } else {
         snprintf(what, sizeof what, "exited with code %d", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
         snprintf(path, sizeof path, "%s/strata-crash-%d.txt", report_dir(f), (int)pid);
@@ -259,8 +280,8 @@ static void *reader_main(void *arg) {
                 pthread_cond_broadcast(&f->cv);
                 pthread_mutex_unlock(&f->mu);
                 fails = 0;
-                fprintf(stderr, "strata serve: engine ready on %s (%d slots, context %d)\n", f->ready.device,
-                        f->ready.n_slots, f->ready.n_ctx);
+                fprintf(stderr, "strata serve: engine (pid %d) ready on %s: %d slots x %d positions\n", (int)f->pid,
+                        f->ready.device, f->ready.n_slots, f->ready.n_ctx);
             } else if (type == ST_MSG_REFUSED && len == sizeof(st_msg_refused)) {
                 st_msg_refused *m = p;
                 pthread_mutex_lock(&f->mu);
@@ -288,6 +309,9 @@ static void *reader_main(void *arg) {
         pid_t pid = f->pid;
         while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
         }
+        /* its stderr ends with it: read the last lines before describing the death */
+        if (f->log_thread_ok) pthread_join(f->log_thread, NULL);
+        f->log_thread_ok = 0;
         char why[1400];
         describe_death(f, pid, wstatus, why, sizeof why);
         pthread_mutex_lock(&f->mu);
@@ -311,11 +335,16 @@ static void *reader_main(void *arg) {
             list = n;
         }
         if (stopping) return NULL;
-        /* back off when it keeps dying before it gets ready */
-        if (++fails > 1) {
-            struct timespec ts = {fails > 5 ? 5 : fails, 0};
+        /* wait before restarting; longer when it keeps dying before it gets ready */
+        double delay = f->cfg.restart_delay * (++fails > 5 ? 5 : fails);
+        if (delay > 0) {
+            struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
             nanosleep(&ts, NULL);
         }
+        pthread_mutex_lock(&f->mu);
+        stopping = f->stopping;
+        pthread_mutex_unlock(&f->mu);
+        if (stopping) return NULL;
         if (spawn_engine(f)) {
             fprintf(stderr, "strata serve: cannot start the engine: %s\n", strerror(errno));
             pthread_mutex_lock(&f->mu);
@@ -327,8 +356,8 @@ static void *reader_main(void *arg) {
     }
 }
 
-st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, const st_sampler_params *sp,
-                        int *status, char *msg, size_t msglen) {
+st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                        const st_sampler_params *sp, int *status, char *msg, size_t msglen) {
     st_req *r = calloc(1, sizeof *r);
     if (!r) {
         *status = 500;
@@ -356,6 +385,7 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
     memset(&m, 0, sizeof m);
     m.id = r->id;
     m.max_tokens = max_tokens;
+    m.ignore_eos = ignore_eos != 0;
     m.n_prompt = n;
     m.sp = *sp;
     pthread_mutex_lock(&f->send_mu);
@@ -472,8 +502,13 @@ int st_serve_run(const st_serve_config *c) {
         kill(f->pid, SIGTERM);
         return 1;
     }
-    fprintf(stderr, "strata serve: model %s (template %s), %d slots; listening on http://%s:%d\n", f->model_id,
-            st_chat_template_name(f->tmpl), f->cfg.parallel, f->cfg.host, f->cfg.port);
+    fprintf(stderr,
+            "strata serve: model '%s' from %s, chat template %s%s\n"
+            "strata serve: listening on http://%s:%d (API key %s; body <= %zu bytes, JSON depth <= %d, queue <= %d; "
+            "stall timeout %g s; reports in %s)\n",
+            f->model_id, f->cfg.model_path, st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
+            f->cfg.host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
+            f->cfg.queue_max, f->cfg.stall_timeout, report_dir(f));
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;

@@ -62,11 +62,13 @@ typedef struct st_front {
     uint64_t m_requests, m_errors, m_prompt_tokens, m_gen_tokens, m_restarts, m_cached_tokens;
     double m_gen_seconds;
     pthread_mutex_t send_mu; /* one writer on fd at a time */
+    pthread_t log_thread;    /* reads the engine's stderr; joined when the engine dies */
+    int log_thread_ok;
 } st_front;
 
 /* Register a request and send it to the engine. Returns the request (refs held by the caller
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */
-st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens,
+st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                         const st_sampler_params *sp, int *status, char *msg, size_t msglen);
 /* Ask the engine to cancel a request (ignored when it already finished). */
 void st_front_cancel(st_front *f, st_req *r);

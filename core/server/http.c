@@ -49,9 +49,12 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
     return ok;
 }
 
+/* Retry-After of 503 answers: about how long a restart of the engine takes (set at start). */
+static char g_retry_after[16] = "2";
+
 static enum MHD_Result send_error(struct MHD_Connection *c, const st_oai_error *e) {
     char *j = st_oai_error_json(e);
-    enum MHD_Result ok = send_text(c, e->status, "application/json", j ? j : "{}", e->status == 503 ? "5" : NULL);
+    enum MHD_Result ok = send_text(c, e->status, "application/json", j ? j : "{}", e->status == 503 ? g_retry_after : NULL);
     free(j);
     return ok;
 }
@@ -283,7 +286,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     sp.seed = g->q.has_seed ? g->q.seed : (st_now_ns() ^ 0x5DEECE66Dull);
     int status = 0;
     char msg[600];
-    g->r = st_front_submit(f, toks, (int32_t)nt, max_tokens, &sp, &status, msg, sizeof msg);
+    g->r = st_front_submit(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
         gen_free(g);
@@ -357,7 +360,17 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
 
 static enum MHD_Result handle_health(st_front *f, struct MHD_Connection *c) {
     st_msg_stats s;
-    if (st_front_stats(f, &s, 2000) == 0) return send_text(c, 200, "application/json", "{\"status\":\"ok\"}", NULL);
+    if (st_front_stats(f, &s, 2000) == 0) {
+        char body[256];
+        pthread_mutex_lock(&f->mu);
+        snprintf(body, sizeof body,
+                 "{\"status\":\"ok\",\"engine_pid\":%d,\"slots_busy\":%d,\"slots_total\":%d,\"queue_length\":%d,"
+                 "\"engine_restarts\":%llu}",
+                 (int)f->pid, s.engine.slots_busy, f->ready.n_slots, s.engine.queue_len,
+                 (unsigned long long)f->m_restarts);
+        pthread_mutex_unlock(&f->mu);
+        return send_text(c, 200, "application/json", body, NULL);
+    }
     pthread_mutex_lock(&f->mu);
     int state = f->state;
     double since = (double)(st_now_ns() - f->last_frame_ns) / 1e9;
@@ -398,12 +411,21 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_slots_total gauge\nstrata_slots_total %d\n"
              "# TYPE strata_queue_length gauge\nstrata_queue_length %d\n"
              "# TYPE strata_engine_steps_total counter\nstrata_engine_steps_total %llu\n"
+             "# HELP strata_engine_max_slots_in_step most requests that shared one forward step\n"
+             "# TYPE strata_engine_max_slots_in_step gauge\nstrata_engine_max_slots_in_step %llu\n"
+             "# TYPE strata_engine_prefill_tokens_total counter\nstrata_engine_prefill_tokens_total %llu\n"
+             "# TYPE strata_engine_decode_tokens_total counter\nstrata_engine_decode_tokens_total %llu\n"
+             "# TYPE strata_engine_reused_tokens_total counter\nstrata_engine_reused_tokens_total %llu\n"
+             "# TYPE strata_engine_pid gauge\nstrata_engine_pid %d\n"
              "# TYPE strata_kv_cells_used gauge\nstrata_kv_cells_used %lld\n"
              "# TYPE strata_kv_cells_total gauge\nstrata_kv_cells_total %lld\n",
              (unsigned long long)f->m_requests, (unsigned long long)f->m_prompt_tokens,
              (unsigned long long)f->m_cached_tokens, (unsigned long long)f->m_gen_tokens, tps,
              (unsigned long long)f->m_restarts, f->state == ST_ENGINE_READY && have, s.engine.slots_busy,
              f->ready.n_slots, s.engine.queue_len, (unsigned long long)s.engine.steps,
+             (unsigned long long)s.engine.max_slots_in_step, (unsigned long long)s.engine.tokens_prefill,
+             (unsigned long long)s.engine.tokens_decode, (unsigned long long)s.engine.tokens_reused,
+             f->state == ST_ENGINE_READY ? (int)f->pid : 0,
              (long long)(s.kv_cells_total - s.kv_cells_free), (long long)s.kv_cells_total);
     pthread_mutex_unlock(&f->mu);
     return send_text(c, 200, "text/plain; version=0.0.4", body, NULL);
@@ -440,7 +462,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (f->cfg.api_key) {
+    /* probes (/health, /metrics) need no key; the API does */
+    if (f->cfg.api_key && !strncmp(url, "/v1/", 4)) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, f->cfg.api_key))
             return fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
@@ -477,6 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 
 void *st_http_start(st_front *f) {
+    snprintf(g_retry_after, sizeof g_retry_after, "%d", (int)f->cfg.restart_delay + 2);
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;

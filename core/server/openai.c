@@ -92,7 +92,13 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
     if (json_depth(body, len) > max_depth)
         return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the JSON body nests deeper than %d levels",
                                 max_depth);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    while (root && end < body + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (root && end != body + len) { /* something follows the value */
+        cJSON_Delete(root);
+        root = NULL;
+    }
     if (!root) return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body is not valid JSON");
     int rc = -1;
     if (!cJSON_IsObject(root)) {
@@ -140,6 +146,12 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
         goto done;
     }
     out->stream = cJSON_IsTrue(stream);
+    cJSON *ie = cJSON_GetObjectItemCaseSensitive(root, "ignore_eos");
+    if (ie && !cJSON_IsNull(ie) && !cJSON_IsBool(ie)) {
+        st_oai_error_set(err, 400, NULL, "invalid_type", "ignore_eos", "'ignore_eos' must be a boolean");
+        goto done;
+    }
+    out->ignore_eos = cJSON_IsTrue(ie);
     cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (so && cJSON_IsObject(so)) out->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
     cJSON *stop = cJSON_GetObjectItemCaseSensitive(root, "stop");

@@ -24,6 +24,7 @@ typedef struct st_oai_request {
     char *prompt;            /* rendered prompt text (owned) */
     char model[128];
     int stream, include_usage;
+    int ignore_eos;          /* extension: generate past end-of-generation tokens */
     int32_t max_tokens;      /* -1 = not given */
     float temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
     int32_t top_k;

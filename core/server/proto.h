@@ -32,6 +32,7 @@ typedef struct st_msg_submit {
     uint64_t id;
     int32_t max_tokens;
     int32_t n_prompt;
+    int32_t ignore_eos;
     st_sampler_params sp;
 } st_msg_submit;
 

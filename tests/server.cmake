@@ -1,0 +1,35 @@
+# Tests of `strata serve` (core/server, core/engine): node scripts in tests/server/ drive a real
+# server through the official `openai` npm client and raw HTTP.
+#  server.setup        generated test models; `npm install openai` into the cache (once)
+#  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort
+#  server.hostile      malformed and hostile requests, limits, API key; the server stays healthy
+#  server.concurrency  1/2/4/8 concurrent ~2K-token streams, equal to one-at-a-time outputs
+#  server.supervision  SIGKILL / SIGSEGV / device op fault of the engine: error events, 503, restart
+#  server.stall        a hung device op: watchdog stall report, restart
+# Needs node (>= 18); without it, or without the openai package, the tests are skipped.
+if(NOT TARGET st_server)
+  return()
+endif()
+find_program(STRATA_NODE node)
+set(_srv_dir ${CMAKE_CURRENT_BINARY_DIR}/server-test)
+if(DEFINED ENV{STRATA_CACHE})
+  set(_srv_node_dir $ENV{STRATA_CACHE}/node)
+else()
+  set(_srv_node_dir $ENV{HOME}/.cache/strata/node)
+endif()
+set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
+
+add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
+set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
+
+set(_srv_tests contract 180 hostile 120 concurrency 600 supervision 300 stall 180)
+while(_srv_tests)
+  list(POP_FRONT _srv_tests _name _timeout)
+  if(STRATA_NODE)
+    add_test(NAME server.${_name} COMMAND ${STRATA_NODE} ${_srv_src}/${_name}.mjs)
+  else()
+    add_test(NAME server.${_name} COMMAND sh -c "echo 'SKIP: node is not installed (the server tests are node scripts)'; exit 77")
+  endif()
+  set_tests_properties(server.${_name} PROPERTIES FIXTURES_REQUIRED server SKIP_RETURN_CODE 77 TIMEOUT ${_timeout}
+    ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>;STRATA_TEST_DIR=${_srv_dir};STRATA_NODE_DIR=${_srv_node_dir}")
+endwhile()
