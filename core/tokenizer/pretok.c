@@ -403,18 +403,19 @@ static size_t o_contraction(const scan *s, size_t i) {
     return i;
 }
 
-static size_t gpt4o_match(const scan *s, size_t pos) {
+/* tekken (Mistral) is the same without contractions and with single digits. */
+static size_t gpt4o_match(const scan *s, size_t pos, bool contractions, size_t max_digits) {
     uint32_t c = s->cp[pos], f = s->fl[pos];
     bool prefix_ok = c != '\r' && c != '\n' && !(f & (F_L | F_N));
     for (int alt = 0; alt < 2; alt++) {
         size_t end = 0;
         if (prefix_ok) end = o_word(s, pos + 1, alt);
         if (!end) end = o_word(s, pos, alt);
-        if (end) return o_contraction(s, end) - pos;
+        if (end) return (contractions ? o_contraction(s, end) : end) - pos;
     }
     if (f & F_N) {
         size_t i = pos;
-        while (i < s->e && (s->fl[i] & F_N) && i - pos < 3) i++;
+        while (i < s->e && (s->fl[i] & F_N) && i - pos < max_digits) i++;
         return i - pos;
     }
     uint32_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
@@ -435,10 +436,10 @@ static size_t gpt4o_match(const scan *s, size_t pos) {
     return nws;
 }
 
-static void split_gpt4o(scan *s) {
+static void split_gpt4o(scan *s, bool contractions, size_t max_digits) {
     size_t pos = s->b;
     while (pos < s->e) {
-        size_t k = gpt4o_match(s, pos);
+        size_t k = gpt4o_match(s, pos, contractions, max_digits);
         if (k == 0) {
             pos++;
             continue;
@@ -508,6 +509,7 @@ typedef enum step_kind {
     STEP_CJK_KANA,
     STEP_DS3_MAIN,
     STEP_GPT4O,
+    STEP_TEKKEN,
     STEP_PUNCT_SYM,
     STEP_FALCON_PUNCT,
     STEP_ASCII_DIGIT3,
@@ -531,7 +533,8 @@ static void run_step(scan *s, step_kind k) {
     case STEP_DIGIT_GROUPS: split_digit_groups(s); break;
     case STEP_CJK_KANA: split_cjk_kana(s); break;
     case STEP_DS3_MAIN: split_ds3_main(s); break;
-    case STEP_GPT4O: split_gpt4o(s); break;
+    case STEP_GPT4O: split_gpt4o(s, true, 3); break;
+    case STEP_TEKKEN: split_gpt4o(s, false, 1); break;
     case STEP_PUNCT_SYM: split_punct_sym(s, false); break;
     case STEP_FALCON_PUNCT: split_punct_sym(s, true); break;
     case STEP_ASCII_DIGIT3: split_ascii_digit3(s); break;
@@ -549,6 +552,7 @@ static const step_kind steps_ds_coder[] = {STEP_NEWLINES, STEP_SP_LETTERS, STEP_
 
 static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3_MAIN};
 static const step_kind steps_gpt4o[] = {STEP_GPT4O};
+static const step_kind steps_tekken[] = {STEP_TEKKEN};
 static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
 static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
 static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
@@ -572,6 +576,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_DEFAULT] = DEF("default", steps_default),
     [ST_PRETOK_FALCON] = DEF("falcon", steps_falcon),
     [ST_PRETOK_STARCODER] = DEF("starcoder", steps_starcoder),
+    [ST_PRETOK_TEKKEN] = DEF("tekken", steps_tekken),
 };
 
 const char *st_pretok_name(st_pretok kind) {

@@ -180,6 +180,7 @@ static const pre_alias pre_aliases[] = {
     {"minimax-m2", ST_PRETOK_GPT4O, 0},
     {"kanana2", ST_PRETOK_GPT4O, 0},
     {"talkie", ST_PRETOK_GPT4O, 0},
+    {"tekken", ST_PRETOK_TEKKEN, PRE_IGNORE_MERGES | PRE_ADD_BOS},
 };
 
 /* ---- special tokens by name -------------------------------------------------------------- */

@@ -10,7 +10,8 @@
  * Pre-tokenizers without a vocabulary of their own in llama.cpp's tree are checked on
  * variants: a copy of an existing vocabulary file with tokenizer.ggml.pre changed (the split
  * rules are what differs; any vocabulary exercises them).
- * usage: test_tokenizer_vs_llama MODELS_DIR [N_TEXTS] [VOCAB...]   (exit 0 = no difference) */
+ * usage: test_tokenizer_vs_llama MODELS_DIR [N_TEXTS] [VOCAB | PRE@VOCAB ...]
+ * (exit 0 = no difference) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ static const struct {
     {"qwen2", "grok-2"},
     {"qwen2", "bailingmoe2"},
     {"deepseek-llm", "hunyuan-dense"},
+    {"llama-bpe", "tekken"},
     {"gpt-2", "default"},
     {"gpt-2", NULL}, /* no tokenizer.ggml.pre at all */
 };
@@ -358,7 +360,15 @@ int main(int argc, char **argv) {
     llama_backend_init();
     int failed = 0;
     if (argc > 3) {
-        for (int i = 3; i < argc; i++) failed += run_vocab(argv[1], argv[i], n_texts) != 0;
+        for (int i = 3; i < argc; i++) {
+            char *at = strchr(argv[i], '@'); /* PRE@BASE: a variant */
+            if (at) {
+                *at = 0;
+                failed += run_variant(argv[1], at + 1, argv[i], n_texts) != 0;
+            } else {
+                failed += run_vocab(argv[1], argv[i], n_texts) != 0;
+            }
+        }
     } else {
         for (size_t i = 0; i < sizeof default_vocabs / sizeof default_vocabs[0]; i++)
             failed += run_vocab(argv[1], default_vocabs[i], n_texts) != 0;
