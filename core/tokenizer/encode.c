@@ -236,9 +236,14 @@ static void bpe_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r) {
     heap_push(&w->q, p);
 }
 
-/* One word, already mapped to byte-level symbols in w->buf[0..n). */
+/* One word, already mapped to byte-level symbols in w->buf[0..n) (raw UTF-8 for raw_bpe). */
 static void bpe_word(const st_tokenizer *t, work *w, size_t n, idvec *out) {
-    if (t->ignore_merges) {
+    bool whole = t->ignore_merges;
+    if (t->raw_bpe) { /* Gemma 4: a run of newlines that is a token is taken whole */
+        whole = true;
+        for (size_t i = 0; i < n && whole; i++) whole = w->buf[i] == '\n';
+    }
+    if (whole) {
         int32_t id = st_tok_lookup(t, w->buf, n);
         if (id >= 0) {
             push_id(out, id);
@@ -270,7 +275,8 @@ static void bpe_word(const st_tokenizer *t, work *w, size_t n, idvec *out) {
         }
         /* not in the vocabulary: fall back to whatever single bytes are tokens */
         for (uint32_t k = 0; k < s->n; k++) {
-            int32_t b = st_tok_lookup(t, w->buf + s->off + k, 1);
+            int32_t b = t->raw_bpe ? t->byte_tok[(unsigned char)w->buf[s->off + k]]
+                                   : st_tok_lookup(t, w->buf + s->off + k, 1);
             if (b >= 0) push_id(out, b);
         }
     }
@@ -280,6 +286,9 @@ static void bpe_fragment(const st_tokenizer *t, work *w, const char *text, size_
                          st_pretok_words *words, idvec *out) {
     size_t n_cps = 0;
     uint32_t *cps = st_utf8_to_cps(text, len, &n_cps);
+    if (cps && t->raw_bpe) /* spaces are written U+2581 before splitting */
+        for (size_t i = 0; i < n_cps; i++)
+            if (cps[i] == ' ') cps[i] = 0x2581;
     if (!cps || st_pretok_split(t->pre, cps, n_cps, words) != 0) {
         free(cps);
         out->oom = 1;
@@ -297,6 +306,11 @@ static void bpe_fragment(const st_tokenizer *t, work *w, const char *text, size_
         for (size_t k = start; k < start + wl; k++) {
             char u[4];
             size_t ul = st_utf8_encode(cps[k], u);
+            if (t->raw_bpe) {
+                memcpy(w->buf + n, u, ul);
+                n += ul;
+                continue;
+            }
             for (size_t j = 0; j < ul; j++) {
                 unsigned char b = (unsigned char)u[j];
                 memcpy(w->buf + n, t->byte_enc[b], t->byte_enc_len[b]);

@@ -491,6 +491,16 @@ static void split_ascii_digit3(scan *s) {
     emit(s, s->e);
 }
 
+/* "[^\n]+|[\n]+": runs of newlines and runs of anything else. */
+static void split_newline_runs(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        bool nl = s->cp[pos] == '\n';
+        while (pos < s->e && (s->cp[pos] == '\n') == nl) pos++;
+        emit(s, pos);
+    }
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -510,6 +520,7 @@ typedef enum step_kind {
     STEP_DS3_MAIN,
     STEP_GPT4O,
     STEP_TEKKEN,
+    STEP_NEWLINE_RUNS,
     STEP_PUNCT_SYM,
     STEP_FALCON_PUNCT,
     STEP_ASCII_DIGIT3,
@@ -535,6 +546,7 @@ static void run_step(scan *s, step_kind k) {
     case STEP_DS3_MAIN: split_ds3_main(s); break;
     case STEP_GPT4O: split_gpt4o(s, true, 3); break;
     case STEP_TEKKEN: split_gpt4o(s, false, 1); break;
+    case STEP_NEWLINE_RUNS: split_newline_runs(s); break;
     case STEP_PUNCT_SYM: split_punct_sym(s, false); break;
     case STEP_FALCON_PUNCT: split_punct_sym(s, true); break;
     case STEP_ASCII_DIGIT3: split_ascii_digit3(s); break;
@@ -553,6 +565,7 @@ static const step_kind steps_ds_coder[] = {STEP_NEWLINES, STEP_SP_LETTERS, STEP_
 static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3_MAIN};
 static const step_kind steps_gpt4o[] = {STEP_GPT4O};
 static const step_kind steps_tekken[] = {STEP_TEKKEN};
+static const step_kind steps_newline_runs[] = {STEP_NEWLINE_RUNS};
 static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
 static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
 static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
@@ -577,6 +590,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_FALCON] = DEF("falcon", steps_falcon),
     [ST_PRETOK_STARCODER] = DEF("starcoder", steps_starcoder),
     [ST_PRETOK_TEKKEN] = DEF("tekken", steps_tekken),
+    [ST_PRETOK_NEWLINE_RUNS] = DEF("gemma4", steps_newline_runs),
 };
 
 const char *st_pretok_name(st_pretok kind) {

@@ -50,6 +50,8 @@ struct st_tokenizer {
     int32_t bos, eos, eot, eom, unk, sep, pad;
     bool add_bos, add_eos, add_space_prefix;
     bool ignore_merges; /* BPE: a word that is a token is taken whole */
+    bool raw_bpe;       /* BPE over raw UTF-8 with spaces written U+2581 and <0xXX> byte
+                           tokens (Gemma 4), instead of byte-level symbols */
 };
 
 uint64_t st_tok_hash(const char *s, size_t n, uint64_t h);

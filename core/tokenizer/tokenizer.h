@@ -1,5 +1,6 @@
-/* Tokenizers of GGUF models: SentencePiece-style BPE ("llama" vocabularies, SPM) and
- * byte-level BPE ("gpt2" vocabularies) with the pre-tokenizer named by tokenizer.ggml.pre.
+/* Tokenizers of GGUF models: SentencePiece-style BPE ("llama" vocabularies, SPM),
+ * byte-level BPE ("gpt2" vocabularies) with the pre-tokenizer named by tokenizer.ggml.pre, and
+ * Gemma 4's BPE over raw UTF-8 ("gemma4" vocabularies).
  * Behaviour follows the reference implementation the GGUF format comes from, so token ids
  * match what models were trained and evaluated with.
  *
@@ -49,14 +50,14 @@ enum {
 
 typedef enum st_tokenizer_kind {
     ST_TOKENIZER_SPM = 1, /* tokenizer.ggml.model "llama" */
-    ST_TOKENIZER_BPE = 2  /* tokenizer.ggml.model "gpt2" */
+    ST_TOKENIZER_BPE = 2  /* tokenizer.ggml.model "gpt2" or "gemma4" */
 } st_tokenizer_kind;
 
 /* Everything a tokenizer is built from; the GGUF keys are named beside each field. Arrays
  * are borrowed for the duration of st_tokenizer_create only (it copies what it keeps).
  * Initialize with st_tokenizer_config_init, then fill what you have. */
 typedef struct st_tokenizer_config {
-    const char *model;              /* tokenizer.ggml.model: "llama" or "gpt2" */
+    const char *model;              /* tokenizer.ggml.model: "llama", "gpt2" or "gemma4" */
     const char *pre;                /* tokenizer.ggml.pre; NULL/"" = "default" (the reference's
                                        rules for files converted without a pre-tokenizer) */
     const char *name;               /* general.name (a few quirks depend on it); may be NULL */

@@ -113,7 +113,7 @@ st_tokenizer *st_tokenizer_from_gguf(const st_gguf *g, char *err, size_t errlen)
     cfg.merges = merges;
     cfg.merge_lens = merge_lens;
     cfg.n_merges = (uint64_t)nm;
-    if (strcmp(cfg.model, "gpt2") == 0 && nm == 0) {
+    if ((strcmp(cfg.model, "gpt2") == 0 || strcmp(cfg.model, "gemma4") == 0) && nm == 0) {
         what = "tokenizer.ggml.merges missing for a BPE vocabulary";
         goto fail;
     }

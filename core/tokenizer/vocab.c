@@ -180,6 +180,7 @@ static const pre_alias pre_aliases[] = {
     {"minimax-m2", ST_PRETOK_GPT4O, 0},
     {"kanana2", ST_PRETOK_GPT4O, 0},
     {"talkie", ST_PRETOK_GPT4O, 0},
+    {"gemma4", ST_PRETOK_NEWLINE_RUNS, PRE_ADD_BOS},
     {"tekken", ST_PRETOK_TEKKEN, PRE_IGNORE_MERGES | PRE_ADD_BOS},
 };
 
@@ -285,7 +286,7 @@ static int render_piece(const st_tokenizer *t, int32_t id, growbuf *b) {
         return v < 0 ? 0 : gb_put(b, &c, 1);
     }
     if (!(a & ST_TOKEN_ATTR_NORMAL)) return 0;
-    if (t->kind == ST_TOKENIZER_SPM) { /* U+2581 stands for a space */
+    if (t->kind == ST_TOKENIZER_SPM || t->raw_bpe) { /* U+2581 stands for a space */
         for (size_t i = 0; i < n;) {
             if (i + 3 <= n && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
                 if (gb_put(b, " ", 1)) return -1;
@@ -448,6 +449,7 @@ static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned 
     t->sep = resolve_id(t, cfg->sep_id, ST_TOKEN_NONE);
     t->pad = resolve_id(t, cfg->pad_id, ST_TOKEN_NONE);
     t->add_bos = cfg->add_bos >= 0 ? cfg->add_bos != 0 : (spm || (pre_flags & PRE_ADD_BOS));
+    if (t->raw_bpe) t->add_bos = true; /* Gemma 4 always starts with BOS */
     t->add_eos = cfg->add_eos >= 0 ? cfg->add_eos != 0 : false;
     t->add_space_prefix = spm && (cfg->add_space_prefix >= 0 ? cfg->add_space_prefix != 0 : true);
     if (t->add_bos && t->bos < 0) t->add_bos = false;
@@ -503,11 +505,11 @@ static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned 
         t->byte_tok[b] = ST_TOKEN_NONE;
         uint32_t cp = st_bytes_to_unicode((uint8_t)b);
         t->byte_enc_len[b] = (uint8_t)st_utf8_encode(cp, t->byte_enc[b]);
-        if (spm) {
+        if (spm || t->raw_bpe) {
             char hex[8];
             snprintf(hex, sizeof hex, "<0x%02X>", b);
             t->byte_tok[b] = find_cstr(t, hex);
-            if (t->byte_tok[b] < 0) {
+            if (t->byte_tok[b] < 0 && spm) {
                 char c = (char)b;
                 t->byte_tok[b] = st_tok_lookup(t, &c, 1);
             }
@@ -568,10 +570,14 @@ st_tokenizer *st_tokenizer_create(const st_tokenizer_config *cfg, char *err, siz
     if (strcmp(cfg->model, "llama") == 0) {
         t->kind = ST_TOKENIZER_SPM;
         t->pre_name[0] = 0;
-    } else if (strcmp(cfg->model, "gpt2") == 0) {
+    } else if (strcmp(cfg->model, "gpt2") == 0 || strcmp(cfg->model, "gemma4") == 0) {
         t->kind = ST_TOKENIZER_BPE;
         const char *pre = cfg->pre;
         if (!pre || !pre[0]) pre = "default"; /* old conversions: the reference's default rules */
+        if (strcmp(cfg->model, "gemma4") == 0) { /* its own scheme, whatever the file says */
+            pre = "gemma4";
+            t->raw_bpe = true;
+        }
         size_t i = 0, n = sizeof pre_aliases / sizeof pre_aliases[0];
         while (i < n && strcmp(pre_aliases[i].name, pre) != 0) i++;
         if (i == n) {

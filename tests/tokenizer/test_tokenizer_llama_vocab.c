@@ -27,7 +27,7 @@
 
 static const char *const default_vocabs[] = {
     "llama-spm", "phi-3", "llama-bpe", "qwen2", "qwen35", "deepseek-llm", "deepseek-coder", "gpt-2",
-    "mpt", "starcoder", "refact", "command-r", "falcon",
+    "mpt", "starcoder", "refact", "command-r", "falcon", "gemma-4",
 };
 
 static char *read_file(const char *path, size_t *len) {
