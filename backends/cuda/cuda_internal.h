@@ -39,6 +39,7 @@ struct st_device {
     int n_sm;
     size_t smem_optin;     /* largest dynamic shared memory per block (opt-in) */
     uint64_t domain;
+    int no_tc;             /* STRATA_CUDA_NO_TC set: GEMM tiles stay on FP32 cores */
     pthread_mutex_t mu;
     st_cuda_alloc_table dev_bufs;  /* mem_alloc */
     st_cuda_alloc_table host_bufs; /* host_alloc */

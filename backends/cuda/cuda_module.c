@@ -114,6 +114,8 @@ static st_status dev_open(uint32_t index, st_device **out) {
     d->cc_minor = (int)p.compute_minor;
     d->n_sm = (int)p.n_cores;
     d->domain = p.domain;
+    const char *no_tc = getenv("STRATA_CUDA_NO_TC");
+    d->no_tc = no_tc && *no_tc && strcmp(no_tc, "0") != 0;
     pthread_mutex_init(&d->mu, NULL);
     st = st_cuda_use(d);
     int optin = 0;

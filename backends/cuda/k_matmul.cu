@@ -28,16 +28,16 @@ k_gemv(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int n, 
 }
 
 /* 64x64 output tiles: block (mx, ny) computes out[ny*64 ..][mx*64 ..]. */
-template <int T>
+template <int T, bool TC>
 __global__ void __launch_bounds__(ST_TILE_THREADS)
 k_gemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int64_t n, st_view out) {
-    __shared__ st_tile_smem sm;
+    __shared__ typename st_tile_pick<TC>::smem sm;
     __shared__ const char *xr[ST_TILE_N];
     const int64_t m0 = (int64_t)blockIdx.x * ST_TILE_M, n0 = (int64_t)blockIdx.y * ST_TILE_N;
     if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = n0 + threadIdx.x < n ? st_row(x, n0 + threadIdx.x) : NULL;
     __syncthreads();
     float acc[4][4];
-    st_gemm_tile<T>(W, w_nb1, M, K, m0, xr, x.type, sm, acc);
+    st_tile_pick<TC>::template run<T>(W, w_nb1, M, K, m0, xr, x.type, sm, acc);
     const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
     for (int j = 0; j < 4; j++) {
         const int64_t c = n0 + tn + j;
@@ -52,6 +52,7 @@ struct st_mm_launch {
     const st_matmul_args *a;
     cudaStream_t s;
     int64_t M, K, n;
+    bool tc;
     template <int T> cudaError_t run() const {
         st_view x = st_view_of(a->x), out = st_view_of(a->out);
         const uint8_t *W = (const uint8_t *)a->w.data;
@@ -72,7 +73,10 @@ struct st_mm_launch {
                 os.ne1 = nn;
             }
             dim3 grid(st_blocks(M, ST_TILE_M), st_blocks(nn, ST_TILE_N));
-            k_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
+            if (T != ST_TYPE_F32 && tc)
+                k_gemm<T, T != ST_TYPE_F32><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
+            else
+                k_gemm<T, false><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
         }
         return cudaSuccess;
     }
@@ -103,7 +107,7 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
                            (long long)st_nrows(a->out), (long long)a->out.ne[0]);
     if (!M || !n) return ST_OK;
     ST_TRY(st_cuda_use(s->dev));
-    st_mm_launch L{a, s->s, M, K, n};
+    st_mm_launch L{a, s->s, M, K, n, st_use_tc(s->dev, a->w.type)};
 #define ST_MM_CALL(T)                                                                                 \
     (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \
                                              (long long)n)                                             \

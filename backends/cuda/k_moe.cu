@@ -79,9 +79,9 @@ __global__ void __launch_bounds__(ST_MOE_THREADS) k_moe_gemv(st_moe_params p) {
     }
 }
 
-template <int T>
+template <int T, bool TC>
 __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
-    __shared__ st_tile_smem sm;
+    __shared__ typename st_tile_pick<TC>::smem sm;
     __shared__ int list[ST_TILE_THREADS + ST_TILE_N];
     __shared__ const char *xr[ST_TILE_N];
     __shared__ int cnt;
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
             if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = (int)threadIdx.x < nc ? st_row(p.x, p.x_row[list[threadIdx.x]]) : NULL;
             __syncthreads();
             float acc[4][4];
-            st_gemm_tile<T>(Ws, p.w_nb1, p.M, p.K, m0, xr, p.x.type, sm, acc);
+            st_tile_pick<TC>::template run<T>(Ws, p.w_nb1, p.M, p.K, m0, xr, p.x.type, sm, acc);
             const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
             for (int j = 0; j < 4; j++) {
                 if (tn + j >= nc) break;
@@ -121,11 +121,14 @@ struct st_moe_launch {
     st_moe_params p;
     cudaStream_t s;
     int64_t n_slots;
-    bool tiles;
+    bool tiles, tc;
     template <int T> void run() const {
         if (tiles) {
             dim3 grid(st_blocks(p.M, ST_TILE_M), (unsigned)n_slots);
-            k_moe_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(p);
+            if (T != ST_TYPE_F32 && tc)
+                k_moe_gemm<T, T != ST_TYPE_F32><<<grid, ST_TILE_THREADS, 0, s>>>(p);
+            else
+                k_moe_gemm<T, false><<<grid, ST_TILE_THREADS, 0, s>>>(p);
         } else {
             dim3 grid(st_blocks(p.M, ST_MOE_GEMV_ROWS), (unsigned)n_slots);
             k_moe_gemv<T><<<grid, ST_MOE_THREADS, 0, s>>>(p);
@@ -162,6 +165,7 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
     L.n_slots = n_slots;
     /* Many assignments per slot on average: tiles; else GEMV passes of 8. */
     L.tiles = a->n_assign > 32 * n_slots;
+    L.tc = st_use_tc(s->dev, w.type);
 #define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))
     ST_WEIGHT_DISPATCH(w.type, ST_MOE_CALL)
 #undef ST_MOE_CALL

@@ -232,6 +232,8 @@ int main(int argc, char **argv) {
     printf("device 0: %s %s, %u SMs, %.1f GiB (%.1f free), %.0f GB/s, caps %#llx, domain %#llx%s%s\n", pr.name,
            pr.arch, pr.n_cores, pr.mem_total / 1073741824.0, pr.mem_free / 1073741824.0, pr.mem_bw_gbs,
            (unsigned long long)pr.caps, (unsigned long long)pr.domain, pr.reason[0] ? ", note: " : "", pr.reason);
+    const char *no_tc = getenv("STRATA_CUDA_NO_TC");
+    c->tc = pr.compute_major >= 8 && !(no_tc && *no_tc && strcmp(no_tc, "0") != 0);
     if (c->api->device_open(0, &c->dev) != ST_OK || c->api->stream_create(c->dev, &c->s) != ST_OK) {
         printf("FAIL open: %s\n", c->api->last_error());
         return 1;
@@ -241,6 +243,11 @@ int main(int argc, char **argv) {
     if (!*only || strstr(only, "attention")) tc_test_attention(c);
     if (!*only || strstr(only, "misc")) tc_test_misc(c);
     if (strstr(only, "bench")) tc_bench(c);
+    if (strcmp(only, "fault") == 0) {
+        tc_test_fault(c);
+        printf("%d passed, %d failed\n", c->n_pass, c->n_fail);
+        return c->n_fail ? 1 : 0; /* the context is broken: no cleanup calls */
+    }
     for (int i = 0; i < c->n_bufs; i++) c->api->mem_free(c->dev, c->bufs[i]);
     c->api->stream_destroy(c->s);
     if (c->api->device_close(c->dev) != ST_OK) tc_fail(c, "device_close: %s", c->api->last_error());

@@ -13,6 +13,7 @@ typedef struct tc_ctx {
     st_device *dev;
     st_stream *s;
     int n_pass, n_fail;
+    int tc; /* the device runs GEMM tiles on TF32 tensor cores (sm_80+, STRATA_CUDA_NO_TC unset) */
     void *bufs[4096]; /* device buffers to free at the end */
     int n_bufs;
 } tc_ctx;
@@ -50,7 +51,8 @@ void tc_test_moe(tc_ctx *c);
 void tc_test_attention(tc_ctx *c);
 void tc_test_misc(tc_ctx *c);     /* ops plus module services */
 void tc_test_misc_ops(tc_ctx *c); /* the op part only */
-void tc_bench(tc_ctx *c);         /* timings, printed (argv[2] "bench") */
+void tc_bench(tc_ctx *c);
+void tc_test_fault(tc_ctx *c);    /* device fault -> status at sync (argv[2] "fault", alone) */         /* timings, printed (argv[2] "bench") */
 /* core/ref behind a host-memory table (harness self-check). */
 const st_backend_api *tc_ref_mock_api(void);
 

@@ -47,10 +47,13 @@ static void test_matmul(tc_ctx *c, uint32_t wt, int64_t n, int64_t M, uint32_t x
     st_matmul_args ha = {.size = sizeof ha, .w = w, .x = x, .out = ho};
     st_matmul_args da = {.size = sizeof da, .w = dw, .x = dx, .out = dout};
     char name[128];
+    const int tc = n > 8 && wt != ST_TYPE_F32 && c->tc;
     snprintf(name, sizeof name, "matmul %s x %s -> %s M=%lld K=%lld n=%lld (%s)", st_type_name(wt), st_type_name(xt),
-             st_type_name(ot), (long long)M, (long long)K, (long long)n, n <= 8 ? "gemv" : "gemm");
+             st_type_name(ot), (long long)M, (long long)K, (long long)n, n <= 8 ? "gemv" : tc ? "gemm tf32" : "gemm");
     if (st_ref_matmul(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
-    if (tc_status(c, name, c->api->ops->matmul(c->s, &da))) tc_compare(c, name, &ho, &dout, out_tol(ot, 2e-5));
+    /* TF32 rounds inputs to 11 significant bits: ~3e-4 relative RMS on random data */
+    double tol = tc ? (ot == ST_TYPE_BF16 ? 1e-2 : 2e-3) : out_tol(ot, 2e-5);
+    if (tc_status(c, name, c->api->ops->matmul(c->s, &da))) tc_compare(c, name, &ho, &dout, tol);
     free(w.data);
     free(x.data);
     free(ho.data);

@@ -186,3 +186,23 @@ void tc_test_misc(tc_ctx *c) {
     test_graph(c);
     test_services(c);
 }
+
+/* An op that faults on the device (weights at a bogus address): the launch is accepted, the
+ * failure surfaces at stream_sync as ST_DEVICE_LOST naming the op and the device, and nothing
+ * ends the process. Leaves the context unusable: run it last, alone. */
+void tc_test_fault(tc_ctx *c) {
+    st_tensor x = tc_host_rand(ST_TYPE_F32, 256, 1, 1, -1, 1), out = tc_host_fill(ST_TYPE_F32, 4096, 1, 1, 0);
+    st_tensor dx = tc_dev_tensor(c, &x), dout = tc_dev_tensor(c, &out);
+    st_tensor w = st_ref_tensor_2d((void *)(uintptr_t)0x10, ST_TYPE_Q4_K, 256, 4096);
+    st_matmul_args a = {.size = sizeof a, .w = w, .x = dx, .out = dout};
+    st_status st = c->api->ops->matmul(c->s, &a);
+    st_status ss = c->api->stream_sync(c->s);
+    const char *e = c->api->last_error();
+    printf("launch status %d, stream_sync status %d: %s\n", (int)st, (int)ss, e);
+    if (ss != ST_OK && strstr(e, "matmul") && strstr(e, "CUDA0"))
+        tc_pass(c, "device fault reported at stream_sync with op and device named");
+    else
+        tc_fail(c, "device fault: sync status %d, text \"%s\"", (int)ss, e);
+    free(x.data);
+    free(out.data);
+}
