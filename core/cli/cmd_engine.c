@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "backend/backend_registry.h"
@@ -46,9 +47,16 @@ typedef struct {
     char name[128];
 } dev_info;
 
+/* Device lines of a stall report: name, module and memory (the report's stage says what
+ * was running). Runs on the watchdog thread while the engine thread may be stuck in the device;
+ * mem_info is a query every module answers without waiting for its streams. */
 static void describe_devices(void *user, int fd) {
     dev_info *d = user;
-    dprintf(fd, "  %s (module %s)\n", d->name, d->api ? d->api->name : "?");
+    uint64_t fr = 0, tot = 0;
+    int have = d->api && d->dev && d->api->mem_info && d->api->mem_info(d->dev, &fr, &tot) == ST_OK;
+    dprintf(fd, "  %s (module %s)", d->name, d->api ? d->api->name : "?");
+    if (have) dprintf(fd, ": %.1f MiB free of %.1f MiB", (double)fr / 1048576.0, (double)tot / 1048576.0);
+    dprintf(fd, "\n");
 }
 
 /* Serve one message from the front; returns -1 when the front is gone. */
@@ -113,6 +121,7 @@ int st_cmd_engine(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_NAME, "strata-engine"); /* started as /proc/self/exe: name it for ps and reports */
     st_crash_install(dir);
     st_crash_set_stage("loading %s", model);
     if (threads > 0) st_backend_set_threads((unsigned)threads);

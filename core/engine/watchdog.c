@@ -52,7 +52,13 @@ static void write_report(st_watchdog *w, int fd, double idle) {
         char path[300];
         snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
         FILE *t = fopen(path, "r");
-        if (t && fgets(line, sizeof line, t)) dprintf(fd, "  %s", line);
+        char stat[1024];
+        if (t && fgets(stat, sizeof stat, t)) {
+            /* "tid (name) state ...": the name may hold spaces, the state follows the last ')' */
+            char *open_p = strchr(stat, '('), *close_p = strrchr(stat, ')');
+            if (open_p && close_p && close_p[1] == ' ')
+                dprintf(fd, "  tid %s %.*s state %c\n", de->d_name, (int)(close_p - open_p + 1), open_p, close_p[2]);
+        }
         if (t) fclose(t);
     }
     if (dir) closedir(dir);

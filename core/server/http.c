@@ -302,13 +302,15 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();
-    /* a refusal (queue full, context) arrives quickly: answer it as an HTTP error */
+    /* a refusal (queue full, context) or a failure before the first token arrives quickly:
+     * answer it as an HTTP error; once a token came, a stream starts and carries any error */
     for (int i = 0; i < 4; i++) {
         pthread_mutex_lock(&g->r->mu);
-        int failed = g->r->failed, st = g->r->fail_status, any = g->r->n_toks || g->r->done;
+        int failed = g->r->failed, st = g->r->fail_status, any = g->r->n_toks > 0;
         pthread_mutex_unlock(&g->r->mu);
-        if (failed && st != 503) {
-            enum MHD_Result ok = fail(c, st, "invalid_request_error", g->r->fail_code, NULL, g->r->fail_msg);
+        if (failed && !any) {
+            enum MHD_Result ok = fail(c, st, st >= 500 ? "server_error" : "invalid_request_error", g->r->fail_code,
+                                      NULL, g->r->fail_msg);
             gen_free(g);
             return ok;
         }
@@ -330,7 +332,9 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         int done = g->r->done && g->consumed >= g->r->n_toks, failed = g->r->failed;
         pthread_mutex_unlock(&g->r->mu);
         if (failed) {
-            enum MHD_Result ok = fail(c, g->r->fail_status, "server_error", g->r->fail_code, NULL, g->r->fail_msg);
+            int st = g->r->fail_status;
+            enum MHD_Result ok = fail(c, st, st >= 500 ? "server_error" : "invalid_request_error", g->r->fail_code, NULL,
+                                      g->r->fail_msg);
             gen_free(g);
             return ok;
         }
