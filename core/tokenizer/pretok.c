@@ -59,6 +59,11 @@ static size_t contraction(const scan *s, size_t pos, bool icase) {
     return 0;
 }
 
+/* Case-insensitive contraction starting at pos (which may be the end): its length or 0. */
+static size_t contraction_at(const scan *s, size_t pos) {
+    return pos < s->e ? contraction(s, pos, true) : 0;
+}
+
 #define F_SP ST_UFLAG_SPACE
 #define F_L ST_UCAT_LETTER
 #define F_N ST_UCAT_NUMBER
@@ -501,6 +506,77 @@ static void split_newline_runs(scan *s) {
     }
 }
 
+/* ---- Kimi K2 --------------------------------------------------------------------------------
+ * [\p{Han}]+ | [^\r\n\p{L}\p{N}]?LETTERS+(?i:'s|'t|'re|'ve|'m|'ll|'d)? | \p{N}{1,3}
+ * | ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * where LETTERS are letters other than Han ideographs, as the reference implements it. */
+static bool is_han(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2EBEF) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+static bool kimi_letter(const scan *s, size_t i) {
+    return i < s->e && (s->fl[i] & F_L) && !is_han(s->cp[i]);
+}
+
+static void split_kimi(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        uint32_t c = s->cp[pos], f = s->fl[pos];
+        if (is_han(c)) {
+            while (pos < s->e && is_han(s->cp[pos])) pos++;
+            emit(s, pos);
+            continue;
+        }
+        bool lead = !(c == '\r' || c == '\n' || (f & (F_L | F_N)));
+        if (kimi_letter(s, pos) || (lead && kimi_letter(s, pos + 1))) {
+            pos += lead;
+            while (kimi_letter(s, pos)) pos++;
+            size_t k = contraction_at(s, pos);
+            emit(s, pos + k);
+            pos += k;
+            continue;
+        }
+        if (f & F_N) {
+            size_t start = pos;
+            while (fl_at(s, pos) & F_N) {
+                pos++;
+                if (pos - start >= 3) {
+                    emit(s, pos);
+                    start = pos;
+                }
+            }
+            emit(s, pos);
+            continue;
+        }
+        uint32_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
+        if (f2 && !(f2 & (F_SP | F_L | F_N))) {
+            pos += c == ' ';
+            for (uint32_t g = fl_at(s, pos); g && !(g & (F_SP | F_L | F_N)); g = fl_at(s, ++pos)) {
+            }
+            while (pos < s->e && (s->cp[pos] == '\r' || s->cp[pos] == '\n')) pos++;
+            emit(s, pos);
+            continue;
+        }
+        size_t nws = 0, last_nl = 0;
+        while (fl_at(s, pos + nws) & F_SP) {
+            uint32_t w = s->cp[pos + nws];
+            if (w == '\r' || w == '\n') last_nl = pos + nws + 1;
+            nws++;
+        }
+        if (last_nl > 0) {
+            pos = last_nl;
+        } else if (nws > 1 && pos + nws < s->e) {
+            pos += nws - 1;
+        } else if (nws > 0) {
+            pos += nws;
+        } else {
+            pos++;
+        }
+        emit(s, pos);
+    }
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -521,6 +597,7 @@ typedef enum step_kind {
     STEP_GPT4O,
     STEP_TEKKEN,
     STEP_NEWLINE_RUNS,
+    STEP_KIMI,
     STEP_PUNCT_SYM,
     STEP_FALCON_PUNCT,
     STEP_ASCII_DIGIT3,
@@ -547,6 +624,7 @@ static void run_step(scan *s, step_kind k) {
     case STEP_GPT4O: split_gpt4o(s, true, 3); break;
     case STEP_TEKKEN: split_gpt4o(s, false, 1); break;
     case STEP_NEWLINE_RUNS: split_newline_runs(s); break;
+    case STEP_KIMI: split_kimi(s); break;
     case STEP_PUNCT_SYM: split_punct_sym(s, false); break;
     case STEP_FALCON_PUNCT: split_punct_sym(s, true); break;
     case STEP_ASCII_DIGIT3: split_ascii_digit3(s); break;
@@ -566,6 +644,7 @@ static const step_kind steps_ds3[] = {STEP_DIGIT_GROUPS, STEP_CJK_KANA, STEP_DS3
 static const step_kind steps_gpt4o[] = {STEP_GPT4O};
 static const step_kind steps_tekken[] = {STEP_TEKKEN};
 static const step_kind steps_newline_runs[] = {STEP_NEWLINE_RUNS};
+static const step_kind steps_kimi[] = {STEP_KIMI};
 static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
 static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
 static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
@@ -591,6 +670,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_STARCODER] = DEF("starcoder", steps_starcoder),
     [ST_PRETOK_TEKKEN] = DEF("tekken", steps_tekken),
     [ST_PRETOK_NEWLINE_RUNS] = DEF("gemma4", steps_newline_runs),
+    [ST_PRETOK_KIMI_K2] = DEF("kimi-k2", steps_kimi),
 };
 
 const char *st_pretok_name(st_pretok kind) {

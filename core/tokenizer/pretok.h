@@ -21,6 +21,7 @@ typedef enum st_pretok {
     ST_PRETOK_FALCON,         /* punct runs, gpt-2, ASCII digit triples */
     ST_PRETOK_STARCODER,      /* single digits, then gpt-2 (starcoder, refact, command-r, ...) */
     ST_PRETOK_NEWLINE_RUNS,   /* Gemma 4: runs of newlines and runs of everything else */
+    ST_PRETOK_KIMI_K2,        /* Kimi K2: Han runs, non-Han letter words, \p{N}{1,3}, ... */
     ST_PRETOK_TEKKEN,         /* Mistral's tekken: gpt-4o words without contractions, \p{N} */
     ST_PRETOK_COUNT
 } st_pretok;

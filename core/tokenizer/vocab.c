@@ -181,6 +181,7 @@ static const pre_alias pre_aliases[] = {
     {"kanana2", ST_PRETOK_GPT4O, 0},
     {"talkie", ST_PRETOK_GPT4O, 0},
     {"gemma4", ST_PRETOK_NEWLINE_RUNS, PRE_ADD_BOS},
+    {"kimi-k2", ST_PRETOK_KIMI_K2, 0},
     {"tekken", ST_PRETOK_TEKKEN, PRE_IGNORE_MERGES | PRE_ADD_BOS},
 };
 

@@ -166,6 +166,8 @@ static void test_pretok(void) {
     SPLIT(ST_PRETOK_DEEPSEEK3, "Hello,world 12345 \xe4\xb8\xad\xe6\x96\x87\xe3\x81\x8b\xe3\x81\xaa", "Hello", ",world", " ",
           "123", "45", " ", "\xe4\xb8\xad\xe6\x96\x87\xe3\x81\x8b\xe3\x81\xaa");
     SPLIT(ST_PRETOK_DEEPSEEK3, "a \xcc\x81x", "a", " \xcc\x81x");
+    SPLIT(ST_PRETOK_KIMI_K2, "ab\xe4\xb8\xad\xe6\x96\x87" "cd 1234", "ab", "\xe4\xb8\xad\xe6\x96\x87", "cd", " ", "123", "4");
+    SPLIT(ST_PRETOK_NEWLINE_RUNS, "a b\n\nc\n", "a b", "\n\n", "c", "\n");
     /* gpt-4o: non-ASCII letters count as upper and lower case */
     SPLIT(ST_PRETOK_GPT4O, "HelloWorld ABCdef \xc3\xa9" "A x'S 12345", "Hello", "World", " ABCdef", " \xc3\xa9", "A",
           " x'S", " ", "123", "45");

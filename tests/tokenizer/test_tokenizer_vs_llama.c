@@ -42,6 +42,7 @@ static const struct {
     {"qwen2", "bailingmoe2"},
     {"deepseek-llm", "hunyuan-dense"},
     {"llama-bpe", "tekken"},
+    {"qwen2", "kimi-k2"},
     {"gpt-2", "default"},
     {"gpt-2", NULL}, /* no tokenizer.ggml.pre at all */
 };
