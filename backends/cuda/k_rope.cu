@@ -127,9 +127,9 @@ __global__ void k_kv_write(st_view src, char *cache, int ctype, int64_t c_nb1, i
             const float q = fminf(127.0f, fmaxf(-127.0f, roundf(st_ld(xr, src.type, b * 32 + l) * id)));
             blk[2 + l] = (uint8_t)(int8_t)(int)q;
         }
-        const uint16_t dh = __half_as_ushort(__float2half_rn(d));
-        blk[0] = (uint8_t)(dh & 0xFF);
-        blk[1] = (uint8_t)(dh >> 8);
+        /* d as one 16-bit store (blk is 2-byte aligned, checked on the host), the same path as
+         * F16 outputs. Two byte stores of the converted half lost the low byte on sm_90. */
+        st_st(blk, ST_TYPE_F16, 0, d);
     }
 }
 
@@ -143,6 +143,8 @@ static st_status kv_one(st_stream *s, const st_tensor &src, const st_tensor &cac
                            (long long)nkv, (long long)hd, (long long)cache.ne[1], (long long)cache.ne[0]);
     if (cache.type == ST_TYPE_Q8_0) {
         if (hd % 32) return st_mod_fail(ST_INVALID, "cuda kv_write: Q8_0 cache needs head_dim %% 32 == 0 (%lld)", (long long)hd);
+        if (((uintptr_t)cache.data | (uintptr_t)cache.nb[1] | (uintptr_t)cache.nb[2]) & 1)
+            return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: Q8_0 cache rows must be 2-byte aligned");
     } else if (cache.type == ST_TYPE_F32 || cache.type == ST_TYPE_F16 || cache.type == ST_TYPE_BF16) {
         if (cache.nb[0] != st_act_size(cache.type))
             return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache not contiguous in dim 0");
