@@ -1,0 +1,64 @@
+# The model against llama.cpp: for every architecture and weight format, a generated model's
+# logits at every position agree with llama.cpp's (F32 KV cache, flash attention off, one
+# thread), and Strata reproduces llama.cpp's 64 greedy tokens. Registered only when the
+# reference was fetched (tests/llama_ref.cmake, ci/fetch-llama-ref.sh).
+#
+# Limits: max over positions of max|strata - llama.cpp| / max|llama.cpp|, per format:
+#  F32   1e-5  both compute in F32; only the summation order differs (observed <= 8e-7)
+#  F16   5e-3  llama.cpp rounds activations to F16 before F16 dot products, Strata keeps
+#              them in F32: ~2^-11 relative per product, compounding over layers (observed <= 1.2e-3)
+#  Q8_0, Q4_K, Q6_K  5e-2  both quantize activations to 8 bits per block, but a block's scale
+#              can round one step apart, and the differences compound through the residual
+#              stream and the router (observed <= 2e-2)
+# Greedy: each of llama.cpp's 64 greedy tokens must be Strata's argmax at that position; a
+# different choice passes only as a near-tie: llama.cpp's own logits for the two tokens are
+# within the format's limit of each other (random-weight models have many close runners-up).
+if(NOT STRATA_LLAMA_REF_FOUND)
+  return()
+endif()
+file(GLOB_RECURSE _vocab FOLLOW_SYMLINKS ${STRATA_LLAMA_REF_DIR}/ggml-vocab-llama-spm.gguf)
+if(NOT _vocab)
+  message(STATUS "model vs llama.cpp: ggml-vocab-llama-spm.gguf not found in ${STRATA_LLAMA_REF_DIR}; tests not registered")
+  return()
+endif()
+list(GET _vocab 0 _vocab)
+add_executable(cmp-logits ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/cmp_logits.c)
+target_link_libraries(cmp-logits PRIVATE m)
+set(_work ${CMAKE_BINARY_DIR}/test-work/vs-llama)
+# --router-skew 1: routing concentrated as in trained models. With a uniform random router many
+# experts sit within quantization noise of the k-th choice, and a flipped choice changes the
+# output discontinuously (seen once in 36 cases at skew 0: qwen3moe Q4_K, one position).
+set(_k_dims --embd 256 --expert-ff 256 --heads 4 --head-dim 64 --router-skew 1)
+foreach(arch llama llama-moe qwen2 qwen3 qwen2moe qwen3moe olmoe)
+  # qwen2moe's shared expert
+  set(_sh "")
+  if(arch STREQUAL "qwen2moe")
+    set(_sh --shared-expert-ff 256)
+  endif()
+  set(_a ${arch})
+  set(_extra "")
+  if(arch STREQUAL "llama-moe")
+    set(_a llama)
+    set(_extra --experts 4 --experts-used 2)
+  endif()
+  set(_kv 2)
+  set(_ff 512)
+  if(arch STREQUAL "olmoe")
+    set(_kv 4)   # llama.cpp sizes OLMoE's K norm by n_embd: no grouped-query attention
+    set(_ff 256) # and its experts by feed_forward_length
+  endif()
+  foreach(type F32 F16 Q8_0 Q4_K Q6_K)
+    if(type STREQUAL "F32")
+      set(_lim 1e-5)
+    elseif(type STREQUAL "F16")
+      set(_lim 5e-3)
+    else()
+      set(_lim 5e-2)
+    endif()
+    add_test(NAME vs_llama.${arch}.${type}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                     $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/${arch}-${type}
+                     ${_a} ${type} ${_lim} ${_k_dims} --ff ${_ff} --kv-heads ${_kv} ${_extra} ${_sh})
+    set_tests_properties(vs_llama.${arch}.${type} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+  endforeach()
+endforeach()
