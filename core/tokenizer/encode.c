@@ -27,7 +27,10 @@ static void push_id(idvec *o, int32_t id) {
     o->v[o->n++] = id;
 }
 
-/* ---- merge queue: a binary heap of candidate pairs ------------------------------------- */
+/* ---- merge queue: a 4-ary heap of candidate pairs (shallower than a binary one, and each
+ * node's children share cache lines) ---------------------------------------------------- */
+
+#define HEAP_D 4
 
 typedef struct pair {
     float score;   /* SPM: higher first */
@@ -66,7 +69,7 @@ static void heap_push(heap *h, pair p) {
     }
     size_t i = h->n++;
     while (i > 0) {
-        size_t up = (i - 1) / 2;
+        size_t up = (i - 1) / HEAP_D;
         if (!pair_before(h, &p, &h->v[up])) break;
         h->v[i] = h->v[up];
         i = up;
@@ -74,18 +77,46 @@ static void heap_push(heap *h, pair p) {
     h->v[i] = p;
 }
 
-static pair heap_pop(heap *h) {
-    pair top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
+/* Restores the heap order of all n entries at once (Floyd), after appending unordered. */
+static void heap_sift_down(heap *h, size_t i) {
+    pair x = h->v[i];
     for (;;) {
-        size_t c = 2 * i + 1;
+        size_t c = HEAP_D * i + 1;
         if (c >= h->n) break;
-        if (c + 1 < h->n && pair_before(h, &h->v[c + 1], &h->v[c])) c++;
-        if (!pair_before(h, &h->v[c], &last)) break;
-        h->v[i] = h->v[c];
-        i = c;
+        size_t end = c + HEAP_D < h->n ? c + HEAP_D : h->n, best = c;
+        for (size_t k = c + 1; k < end; k++)
+            if (pair_before(h, &h->v[k], &h->v[best])) best = k;
+        if (!pair_before(h, &h->v[best], &x)) break;
+        h->v[i] = h->v[best];
+        i = best;
     }
-    if (h->n) h->v[i] = last;
+    h->v[i] = x;
+}
+
+static void heap_build(heap *h) {
+    for (size_t i = h->n / HEAP_D + 1; i-- > 0;)
+        if (i < h->n) heap_sift_down(h, i);
+}
+
+/* Appends without ordering; call heap_build before popping. */
+static void heap_append(heap *h, pair p) {
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        pair *v = realloc(h->v, cap * sizeof *v);
+        if (!v) {
+            h->oom = 1;
+            return;
+        }
+        h->v = v;
+        h->cap = cap;
+    }
+    h->v[h->n++] = p;
+}
+
+static pair heap_pop(heap *h) {
+    pair top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    if (h->n) heap_sift_down(h, 0);
     return top;
 }
 
@@ -155,37 +186,36 @@ static void merge_pair(work *w, int32_t l, int32_t r) {
 
 /* ---- SPM ---------------------------------------------------------------------------------- */
 
-static void spm_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r) {
+static void spm_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r, bool ordered) {
     if (l < 0 || r < 0) return;
     const sym *ls = &w->s[l], *rs = &w->s[r];
     int32_t id = st_tok_lookup(t, w->buf + ls->off, ls->n + rs->n);
     if (id < 0) return;
     pair p = {t->score[id], 0, l, r, ls->n + rs->n};
-    heap_push(&w->q, p);
+    if (ordered)
+        heap_push(&w->q, p);
+    else
+        heap_append(&w->q, p);
 }
 
-/* Encodes w->buf[0..n) (spaces already replaced by U+2581): repeatedly merge the adjacent
- * pair whose concatenation is the best-scoring token; pieces that are no token fall back to
- * byte tokens. */
-static void spm_encode(const st_tokenizer *t, work *w, size_t n, idvec *out) {
-    if (n == 0) return;
-    if (make_syms(w, n) != 0) {
-        out->oom = 1;
-        return;
-    }
+/* Merges symbols [a, b) (one segment, linked only among themselves) and outputs them. */
+static void spm_segment(const st_tokenizer *t, work *w, int32_t a, int32_t b, idvec *out) {
+    w->s[a].prev = -1;
+    w->s[b - 1].next = -1;
     w->q.n = 0;
     w->q.spm = 1;
-    for (size_t i = 1; i < w->n; i++) spm_try_pair(t, w, (int32_t)i - 1, (int32_t)i);
+    for (int32_t i = a + 1; i < b; i++) spm_try_pair(t, w, i - 1, i, false);
+    heap_build(&w->q);
     while (w->q.n) {
         pair p = heap_pop(&w->q);
         sym *ls = &w->s[p.left], *rs = &w->s[p.right];
         if (ls->n == 0 || rs->n == 0 || ls->n + rs->n != p.size) continue; /* stale */
         merge_pair(w, p.left, p.right);
-        spm_try_pair(t, w, w->s[p.left].prev, p.left);
-        spm_try_pair(t, w, p.left, w->s[p.left].next);
+        spm_try_pair(t, w, w->s[p.left].prev, p.left, true);
+        spm_try_pair(t, w, p.left, w->s[p.left].next, true);
     }
     if (w->q.oom) out->oom = 1;
-    for (int32_t i = 0; i >= 0; i = w->s[i].next) {
+    for (int32_t i = a; i >= 0; i = w->s[i].next) {
         const sym *s = &w->s[i];
         int32_t id = st_tok_lookup(t, w->buf + s->off, s->n);
         if (id >= 0) {
@@ -193,11 +223,35 @@ static void spm_encode(const st_tokenizer *t, work *w, size_t n, idvec *out) {
             continue;
         }
         for (uint32_t k = 0; k < s->n; k++) {
-            int32_t b = t->byte_tok[(unsigned char)w->buf[s->off + k]];
-            if (b < 0) b = t->unk;
-            if (b >= 0) push_id(out, b);
+            int32_t by = t->byte_tok[(unsigned char)w->buf[s->off + k]];
+            if (by < 0) by = t->unk;
+            if (by >= 0) push_id(out, by);
         }
     }
+}
+
+/* Encodes w->buf[0..n) (spaces already replaced by U+2581): repeatedly merge the adjacent
+ * pair whose concatenation is the best-scoring token (ties: leftmost); pieces that are no
+ * token fall back to byte tokens. Merging is done segment by segment, cut where two
+ * neighbouring characters occur together in no token: no merge can cross such a cut, and
+ * merges on either side never interact, so the result equals merging the whole text. */
+static void spm_encode(const st_tokenizer *t, work *w, size_t n, idvec *out) {
+    if (n == 0) return;
+    if (make_syms(w, n) != 0) {
+        out->oom = 1;
+        return;
+    }
+    int32_t start = 0;
+    uint64_t prev = st_tok_sym_key(w->buf + w->s[0].off, w->s[0].n);
+    for (int32_t i = 1; i < (int32_t)w->n; i++) {
+        uint64_t k = st_tok_sym_key(w->buf + w->s[i].off, w->s[i].n);
+        if (!st_tok_pair_possible(t, prev, k)) {
+            spm_segment(t, w, start, i, out);
+            start = i;
+        }
+        prev = k;
+    }
+    spm_segment(t, w, start, (int32_t)w->n, out);
 }
 
 /* SPM fragment: optional space prefix, spaces become U+2581. */
@@ -227,13 +281,16 @@ static void spm_fragment(const st_tokenizer *t, work *w, const char *text, size_
 
 /* ---- byte-level BPE ------------------------------------------------------------------------- */
 
-static void bpe_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r) {
+static void bpe_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r, bool ordered) {
     if (l < 0 || r < 0) return;
     const sym *ls = &w->s[l], *rs = &w->s[r];
     int32_t rank = st_tok_merge_rank(t, w->buf + ls->off, ls->n, w->buf + rs->off, rs->n);
     if (rank < 0) return;
     pair p = {0.0f, rank, l, r, ls->n + rs->n};
-    heap_push(&w->q, p);
+    if (ordered)
+        heap_push(&w->q, p);
+    else
+        heap_append(&w->q, p);
 }
 
 /* One word, already mapped to byte-level symbols in w->buf[0..n) (raw UTF-8 for raw_bpe). */
@@ -256,14 +313,15 @@ static void bpe_word(const st_tokenizer *t, work *w, size_t n, idvec *out) {
     }
     w->q.n = 0;
     w->q.spm = 0;
-    for (size_t i = 1; i < w->n; i++) bpe_try_pair(t, w, (int32_t)i - 1, (int32_t)i);
+    for (size_t i = 1; i < w->n; i++) bpe_try_pair(t, w, (int32_t)i - 1, (int32_t)i, false);
+    heap_build(&w->q);
     while (w->q.n) {
         pair p = heap_pop(&w->q);
         sym *ls = &w->s[p.left], *rs = &w->s[p.right];
         if (ls->n == 0 || rs->n == 0 || ls->next != p.right || ls->n + rs->n != p.size) continue;
         merge_pair(w, p.left, p.right);
-        bpe_try_pair(t, w, w->s[p.left].prev, p.left);
-        bpe_try_pair(t, w, p.left, w->s[p.left].next);
+        bpe_try_pair(t, w, w->s[p.left].prev, p.left, true);
+        bpe_try_pair(t, w, p.left, w->s[p.left].next, true);
     }
     if (w->q.oom) out->oom = 1;
     for (int32_t i = 0; i >= 0; i = w->s[i].next) {

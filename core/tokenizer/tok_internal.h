@@ -47,6 +47,12 @@ struct st_tokenizer {
     char byte_enc[256][2]; /* byte-level BPE: UTF-8 of the code point for each byte */
     uint8_t byte_enc_len[256];
 
+    /* SPM: every pair of adjacent characters that occurs inside some token; text is cut
+     * between characters forming no such pair (no merge can cross there), which keeps the
+     * merge queues small. Slots hold two keys (see st_tok_sym_key); 0 = empty. */
+    uint64_t *pairs;
+    uint64_t pairs_mask;
+
     int32_t bos, eos, eot, eom, unk, sep, pad;
     bool add_bos, add_eos, add_space_prefix;
     bool ignore_merges; /* BPE: a word that is a token is taken whole */
@@ -55,6 +61,15 @@ struct st_tokenizer {
 };
 
 uint64_t st_tok_hash(const char *s, size_t n, uint64_t h);
+
+/* Key of a character symbol of 1..4 bytes: its bytes and its length (never 0). */
+static inline uint64_t st_tok_sym_key(const char *s, size_t n) {
+    uint64_t k = (uint64_t)n << 32;
+    for (size_t i = 0; i < n; i++) k |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return k;
+}
+/* True when the symbols a, b occur next to each other inside some token. */
+bool st_tok_pair_possible(const st_tokenizer *t, uint64_t a, uint64_t b);
 #define ST_TOK_HASH_INIT 0xcbf29ce484222325ull
 
 static inline const char *st_tok_str(const st_tokenizer *t, int32_t id) {

@@ -109,6 +109,7 @@ void st_tokenizer_free(st_tokenizer *t) {
     free(t->piece_len);
     free(t->eog);
     free(t->special);
+    free(t->pairs);
     free(t);
 }
 
@@ -438,6 +439,56 @@ static int build_merges(st_tokenizer *t, const st_tokenizer_config *cfg) {
     return 0;
 }
 
+static uint64_t pair_hash(uint64_t a, uint64_t b) {
+    uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
+}
+
+bool st_tok_pair_possible(const st_tokenizer *t, uint64_t a, uint64_t b) {
+    if (!t->pairs) return true;
+    for (uint64_t i = pair_hash(a, b) & t->pairs_mask;; i = (i + 1) & t->pairs_mask) {
+        if (t->pairs[2 * i] == 0) return false;
+        if (t->pairs[2 * i] == a && t->pairs[2 * i + 1] == b) return true;
+    }
+}
+
+/* The set of adjacent character pairs inside tokens (SPM). Characters are cut the way the
+ * encoder cuts text: by the length the lead byte announces, clamped at the end. */
+static int build_pairs(st_tokenizer *t) {
+    uint64_t n_pairs = 0;
+    for (uint32_t id = 0; id < t->n_vocab; id++) n_pairs += t->text_len[id];
+    uint64_t cap = 16;
+    while (cap < n_pairs * 2) cap *= 2;
+    t->pairs = calloc(cap * 2, sizeof *t->pairs);
+    if (!t->pairs) return -1;
+    t->pairs_mask = cap - 1;
+    for (uint32_t id = 0; id < t->n_vocab; id++) {
+        const char *s = st_tok_str(t, (int32_t)id);
+        size_t n = t->text_len[id], off = 0;
+        uint64_t prev = 0;
+        while (off < n) {
+            size_t len = st_utf8_len((unsigned char)s[off]);
+            if (len > n - off) len = n - off;
+            uint64_t k = st_tok_sym_key(s + off, len);
+            if (prev) {
+                for (uint64_t i = pair_hash(prev, k) & t->pairs_mask;; i = (i + 1) & t->pairs_mask) {
+                    if (t->pairs[2 * i] == 0) {
+                        t->pairs[2 * i] = prev;
+                        t->pairs[2 * i + 1] = k;
+                        break;
+                    }
+                    if (t->pairs[2 * i] == prev && t->pairs[2 * i + 1] == k) break;
+                }
+            }
+            prev = k;
+            off += len;
+        }
+    }
+    return 0;
+}
+
 /* Special ids, flags, model-specific attributes, EOG set, byte tokens, special list,
  * rendered pieces. */
 static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned pre_flags) {
@@ -609,6 +660,7 @@ st_tokenizer *st_tokenizer_create(const st_tokenizer_config *cfg, char *err, siz
     }
     if (t->kind == ST_TOKENIZER_BPE && build_merges(t, cfg) != 0) goto oom;
     if (build_rest(t, cfg, pre_flags) != 0) goto oom;
+    if (t->kind == ST_TOKENIZER_SPM && build_pairs(t) != 0) goto oom;
     return t;
 oom:
     st_tokenizer_free(t);
