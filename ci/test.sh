@@ -11,6 +11,11 @@ export PATH="/usr/local/cuda/bin:$PATH"
 status=0
 stage() { echo; echo "=== $* ==="; }
 
+stage "llama.cpp reference (npm packages, into a cache outside the tree)"
+if ! bash ci/fetch-llama-ref.sh; then
+  echo "test: WARNING: the llama.cpp reference could not be fetched; the model-vs-llama.cpp tests are NOT run"
+fi
+
 stage "build (Release, -Werror, every backend the toolchains allow)"
 cmake -S . -B build-ci -DSTRATA_WERROR=ON -DSTRATA_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release || exit 1
 cmake --build build-ci -j"$jobs" || exit 1
