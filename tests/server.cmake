@@ -1,5 +1,6 @@
 # Tests of `strata serve` (core/server, core/engine): node scripts in tests/server/ drive a real
 # server through the official `openai` npm client and raw HTTP.
+#  server.oai_text     (C) stop strings, <think> split, JSON shapes and parsing of core/server/openai.c
 #  server.setup        generated test models; `npm install openai` into the cache (once)
 #  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort
 #  server.hostile      malformed and hostile requests, limits, API key; the server stays healthy
@@ -10,6 +11,10 @@
 if(NOT TARGET st_server)
   return()
 endif()
+add_executable(test_oai_text ${CMAKE_CURRENT_SOURCE_DIR}/server/test_oai_text.c)
+target_link_libraries(test_oai_text PRIVATE st_server)
+add_test(NAME server.oai_text COMMAND test_oai_text)
+
 find_program(STRATA_NODE node)
 set(_srv_dir ${CMAKE_CURRENT_BINARY_DIR}/server-test)
 if(DEFINED ENV{STRATA_CACHE})
@@ -33,3 +38,5 @@ while(_srv_tests)
   set_tests_properties(server.${_name} PROPERTIES FIXTURES_REQUIRED server SKIP_RETURN_CODE 77 TIMEOUT ${_timeout}
     ENVIRONMENT "STRATA_BIN=$<TARGET_FILE:strata>;STRATA_TEST_DIR=${_srv_dir};STRATA_NODE_DIR=${_srv_node_dir}")
 endwhile()
+# minutes under a sanitizer build: not part of the sanitizer stage
+set_tests_properties(server.concurrency PROPERTIES LABELS slow)

@@ -523,7 +523,12 @@ int st_serve_run(const st_serve_config *c) {
     pthread_mutex_unlock(&f->mu);
     kill(pid, SIGTERM);
     pthread_join(reader, NULL);
+    if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
     st_gguf_close(f->gguf);
+    pthread_mutex_destroy(&f->mu);
+    pthread_mutex_destroy(&f->send_mu);
+    pthread_cond_destroy(&f->cv);
+    free(f);
     return 0;
 }

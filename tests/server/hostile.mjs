@@ -1,8 +1,11 @@
 // Malformed and hostile requests: each gets the right status and error body, and the server
 // stays healthy and keeps answering real requests.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
-import { check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
+import path from 'node:path';
+import { DIR, STRATA, check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
 
 const OpenAI = await loadOpenAI();
 const KEY = 'sk-test-0123456789';
@@ -131,6 +134,29 @@ await check('metrics and health need no key; models does', async () => {
   assert.equal((await fetch(`${srv.base}/v1/models`)).status, 401);
   const list = await client.models.list();
   assert.equal(list.data[0].id, 'tiny-alias');
+});
+
+await check('--config file: options from JSON, later command-line options win, bad keys refused', async () => {
+  const cfg = path.join(DIR, 'hostile-config.json');
+  fs.writeFileSync(cfg, JSON.stringify({ model: model('tiny'), alias: 'from-file', 'api-key': 'k1', parallel: 3, ctx: 256 }));
+  const s2 = await startServer({ modelPath: model('tiny'), name: 'hostile-config', args: ['--config', cfg, '--alias', 'from-cli'] });
+  try {
+    const c2 = new OpenAI({ baseURL: `${s2.base}/v1`, apiKey: 'k1', maxRetries: 0 });
+    assert.equal((await c2.models.list()).data[0].id, 'from-cli');
+    const h = await (await fetch(`${s2.base}/health`)).json();
+    assert.equal(h.slots_total, 3);
+    const r = await post(s2, '/v1/completions', { prompt: 'x'.repeat(400) }, { authorization: 'Bearer k1' });
+    assertError(r, 400, 'context_length_exceeded');
+    assert.equal((await post(s2, '/v1/completions', { prompt: 'x' })).status, 401);
+  } finally {
+    await s2.stop();
+  }
+  for (const bad of [{ modle: 'x' }, { parallel: 'many' }, { port: 70000 }, { host: ['a'] }]) {
+    fs.writeFileSync(cfg, JSON.stringify(bad));
+    const p = spawnSync(STRATA, ['serve', '--config', cfg], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(p.status, 2, `${JSON.stringify(bad)}: ${p.stderr}`);
+    assert.match(p.stderr, /strata serve: /);
+  }
 });
 
 await finish([srv]);
