@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { DIR, STRATA, check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
+import { DIR, STRATA, check, finish, loadOpenAI, metrics, model, post, sleep, startServer, stream } from './lib.mjs';
 
 const OpenAI = await loadOpenAI();
 const KEY = 'sk-test-0123456789';
@@ -156,6 +156,31 @@ await check('--config file: options from JSON, later command-line options win, b
     const p = spawnSync(STRATA, ['serve', '--config', cfg], { encoding: 'utf8', timeout: 10000 });
     assert.equal(p.status, 2, `${JSON.stringify(bad)}: ${p.stderr}`);
     assert.match(p.stderr, /strata serve: /);
+  }
+});
+
+await check('a full queue -> 429 rate_limit_exceeded; the queued request runs after', async () => {
+  const s3 = await startServer({ modelPath: model('tiny'), name: 'hostile-queue', args: ['--parallel', '1', '--queue', '1'] });
+  try {
+    const body = { prompt: 'x', max_tokens: 3000, ignore_eos: true, stream: true };
+    const ctlA = new AbortController();
+    let firstA = null;
+    const gotFirst = new Promise((resolve) => { firstA = resolve; });
+    const a = stream(s3, '/v1/completions', body, () => firstA(), ctlA.signal).catch((e) => e);
+    await gotFirst;
+    const b = stream(s3, '/v1/completions', { ...body, max_tokens: 4 });
+    for (let i = 0; i < 100 && (await metrics(s3)).strata_queue_length !== 1; i++) await sleep(10);
+    assert.equal((await metrics(s3)).strata_queue_length, 1);
+    const c = await post(s3, '/v1/completions', { ...body, stream: false });
+    assertError(c, 429, 'rate_limit_exceeded');
+    ctlA.abort();
+    assert.equal((await a).name, 'AbortError');
+    const rb = await b;
+    assert.equal(rb.status, 200);
+    assert.equal(rb.events[rb.events.length - 1], '[DONE]');
+    assert.equal(JSON.parse(rb.events[rb.events.length - 2]).choices[0].finish_reason, 'length');
+  } finally {
+    await s3.stop();
   }
 });
 
