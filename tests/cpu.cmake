@@ -37,3 +37,21 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
   target_include_directories(bench_matmul PRIVATE ${_cpu_inc})
   target_link_libraries(bench_matmul PRIVATE st_quant ${CMAKE_DL_LIBS} m)
 endif()
+
+# bench_ggml_ref (not a test): the same GEMV run by llama.cpp's CPU backend, when its prebuilt
+# library has been fetched (ci/fetch-llama-ref.sh) -- a speed rival measured side by side.
+set(_ggml_ref_dir "$ENV{HOME}/.cache/strata/llama-ref")
+if(STRATA_ARCH_X86 AND TARGET st_quant AND EXISTS ${_ggml_ref_dir}/src/ggml/include/ggml-backend.h)
+  file(GLOB_RECURSE _ggml_base FOLLOW_SYMLINKS ${_ggml_ref_dir}/linux-x64/*/libggml-base.so)
+  if(_ggml_base)
+    list(GET _ggml_base 0 _ggml_base)
+    get_filename_component(_ggml_libdir ${_ggml_base} DIRECTORY)
+    file(GLOB _ggml_main ${_ggml_libdir}/libggml.v*.so)
+    add_executable(bench_ggml_ref ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_ggml_ref.c)
+    target_include_directories(bench_ggml_ref PRIVATE ${_ggml_ref_dir}/src/ggml/include ${PROJECT_SOURCE_DIR}/include
+                               ${PROJECT_SOURCE_DIR}/core)
+    target_link_libraries(bench_ggml_ref PRIVATE ${_ggml_main} ${_ggml_base} st_quant m)
+    target_compile_options(bench_ggml_ref PRIVATE -Wno-error)
+    set_target_properties(bench_ggml_ref PROPERTIES BUILD_RPATH ${_ggml_libdir})
+  endif()
+endif()

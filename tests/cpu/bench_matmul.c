@@ -1,6 +1,6 @@
 /* Micro-benchmark of the CPU module's GEMV (not a test): loads a module file, times MATMUL of
  * a random Q4_K and Q8_0 (and F16) weight matrix by 1..8 activation rows and prints the
- * weight bytes streamed per second. Usage: bench_matmul <module.so> [threads] [M] [K] [iters] */
+ * weight bytes streamed per second. Usage: bench_matmul <module.so> [threads] [M] [K] [iters] [copies of W, 0 = exceed the caches] */
 #include <time.h>
 
 #include "cpu_test_util.h"
@@ -16,12 +16,13 @@ static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s <module.so> [threads] [M=4096] [K=2048] [iters=200]\n", argv[0]);
+        fprintf(stderr, "usage: %s <module.so> [threads] [M=4096] [K=2048] [iters=200] [copies]\n", argv[0]);
         return 2;
     }
     unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : 0;
     int64_t M = argc > 3 ? atoll(argv[3]) : 4096, K = argc > 4 ? atoll(argv[4]) : 2048;
     int iters = argc > 5 ? atoi(argv[5]) : 200;
+    int want_copies = argc > 6 ? atoi(argv[6]) : 0; /* 0: enough copies to exceed the caches */
     ct_module m = {0};
     if (!ct_load(&m, argv[1], threads)) return 1;
     const st_backend_api *api = m.api;
@@ -42,6 +43,7 @@ int main(int argc, char **argv) {
         /* several copies so the working set exceeds the last-level cache */
         int copies = (int)(512.0 * 1048576 / (double)(rs * (size_t)M)) + 1;
         if (copies > 16) copies = 16;
+        if (want_copies > 0) copies = want_copies;
         uint8_t *w = malloc(rs * (size_t)M * (size_t)copies);
         for (int64_t r = 0; r < M * copies; r++) {
             ct_fill(row, K, 1.0f);
