@@ -26,3 +26,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+
+# pkg-config must describe target libraries, never the build host's: only the target's
+# multiarch and root pkgconfig folders (empty unless ppc64el -dev packages are installed).
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${STRATA_PPC_TRIPLE}/pkgconfig:${STRATA_PPC_SYSROOT}/lib/pkgconfig")
+set(ENV{PKG_CONFIG_PATH} "")
