@@ -301,6 +301,8 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
     if (n == 0) return 0;
     st_batch b = {.n = n, .token = e->tok, .pos = e->pos, .seq = e->seq, .logits = e->want};
     char ferr[256];
+    int decode_only = n == n_rows;
+    uint64_t t0 = st_now_ns();
     if (st_model_forward(e->m, &b, ferr, sizeof ferr) != 0) {
         put_err(err, errlen, ferr);
         for (int32_t i = 0; i < e->cfg.n_slots; i++) {
@@ -312,6 +314,8 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         }
         return -1;
     }
+    uint64_t t1 = st_now_ns();
+    e->st.forward_s += (double)(t1 - t0) / 1e9;
     e->st.steps++;
     if ((uint64_t)n_slots_in > e->st.max_slots_in_step) e->st.max_slots_in_step = (uint64_t)n_slots_in;
     /* the cache now holds every token of the batch */
@@ -341,6 +345,13 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         if (st_model_logits(e->m, e->logits, ferr, sizeof ferr) != 0) goto fail;
         for (int32_t r = 0; r < n_rows; r++)
             e->ids[r] = st_sampler_sample(e->slots[e->row_slot[r]].smp, e->logits + (size_t)r * (size_t)e->n_vocab);
+    }
+    uint64_t t2 = st_now_ns();
+    e->st.sample_s += (double)(t2 - t1) / 1e9;
+    if (decode_only) {
+        int k = n_rows < ST_ENGINE_HIST - 1 ? n_rows : ST_ENGINE_HIST - 1;
+        e->st.decode_steps[k]++;
+        e->st.decode_step_s[k] += (double)(t2 - t0) / 1e9;
     }
     for (int32_t r = 0; r < n_rows; r++) {
         slot *s = &e->slots[e->row_slot[r]];

@@ -71,10 +71,14 @@ int st_engine_busy(const st_engine *e);
 int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, size_t errlen);
 
 /* Statistics since creation. */
+#define ST_ENGINE_HIST 9 /* decode-only steps by rows: index k for k rows, the last for more */
 typedef struct st_engine_stats {
     uint64_t steps, tokens_prefill, tokens_decode, tokens_reused, requests_done;
     uint64_t max_slots_in_step; /* most slots that shared one forward */
     int32_t slots_busy, queue_len;
+    double forward_s, sample_s; /* wall time in st_model_forward, and reading/sampling the logits */
+    uint64_t decode_steps[ST_ENGINE_HIST]; /* steps that only decoded, by the number of rows */
+    double decode_step_s[ST_ENGINE_HIST];  /* their wall time (forward + sampling) */
 } st_engine_stats;
 void st_engine_get_stats(const st_engine *e, st_engine_stats *out);
 

@@ -401,7 +401,7 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
     memset(&s, 0, sizeof s);
     int have = st_front_stats(f, &s, 500) == 0;
     pthread_mutex_lock(&f->mu);
-    char body[4096];
+    char body[8192];
     double tps = f->m_gen_seconds > 0 ? (double)f->m_gen_tokens / f->m_gen_seconds : 0;
     snprintf(body, sizeof body,
              "# TYPE strata_requests_total counter\nstrata_requests_total %llu\n"
@@ -432,6 +432,23 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              f->state == ST_ENGINE_READY ? (int)f->pid : 0,
              (long long)(s.kv_cells_total - s.kv_cells_free), (long long)s.kv_cells_total);
     pthread_mutex_unlock(&f->mu);
+    /* where the engine's time goes, and decode-only steps by their number of rows (the
+     * continuous-batching gain is rows / mean step time) */
+    size_t l = strlen(body);
+    l += (size_t)snprintf(body + l, sizeof body - l,
+                          "# TYPE strata_engine_forward_seconds_total counter\nstrata_engine_forward_seconds_total %.6f\n"
+                          "# TYPE strata_engine_sample_seconds_total counter\nstrata_engine_sample_seconds_total %.6f\n"
+                          "# TYPE strata_engine_decode_step_seconds summary\n",
+                          s.engine.forward_s, s.engine.sample_s);
+    for (int k = 1; k < ST_ENGINE_HIST && l < sizeof body; k++) {
+        if (!s.engine.decode_steps[k]) continue;
+        char rows[8];
+        snprintf(rows, sizeof rows, k == ST_ENGINE_HIST - 1 ? "%d+" : "%d", k);
+        l += (size_t)snprintf(body + l, sizeof body - l,
+                              "strata_engine_decode_step_seconds_sum{rows=\"%s\"} %.6f\n"
+                              "strata_engine_decode_step_seconds_count{rows=\"%s\"} %llu\n",
+                              rows, s.engine.decode_step_s[k], rows, (unsigned long long)s.engine.decode_steps[k]);
+    }
     return send_text(c, 200, "text/plain; version=0.0.4", body, NULL);
 }
 
