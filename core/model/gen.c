@@ -161,7 +161,7 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
     const st_type_info *ti = st_type_get(type);
     const uint64_t bytes = (uint64_t)rs * (uint64_t)rows;
     /* big quantized tensors: rows assembled from a pool of random quantized blocks */
-    const int pooled = ti->is_quantized && bytes > (32ull << 20) && s->role != ST_T_FFN_GATE_INP;
+    const int pooled = ti->is_quantized && bytes > (1ull << 20) && s->role != ST_T_FFN_GATE_INP;
     if (pooled) {
         const int64_t bs = ti->block_size, nb = 4096;
         g->pool = realloc(g->pool, (size_t)nb * (size_t)ti->type_size);

@@ -1,0 +1,213 @@
+/* strata bench -m F.gguf [-p 512 -n 128 -r 3] [--json]: prefill and decode speed, the bytes
+ * of weights and KV one decode token touches (non-expert weights + the routed experts + the
+ * KV it reads), and the bandwidth that implies. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "platform/platform.h"
+#include "quant/quant.h"
+#include "sample/sample.h"
+
+static void help(FILE *f) {
+    fprintf(f, "usage: strata bench -m F.gguf [-p 512] [-n 128] [-r 3] [--json] [options]\n"
+               "  -p N        prompt tokens for the prefill measurement (0 = skip)\n"
+               "  -n N        tokens decoded one at a time after the prompt (0 = skip)\n"
+               "  -r N        repetitions (mean and standard deviation are reported)\n"
+               "  --seed S    seed of the random prompt tokens (default 1)\n"
+               "  --json      one JSON object on stdout instead of the table\n");
+    st_cli_model_opts_help(f);
+}
+
+typedef struct stat {
+    double sum, sum2;
+    int n;
+} stat;
+static void stat_add(stat *s, double x) {
+    s->sum += x;
+    s->sum2 += x * x;
+    s->n++;
+}
+static double stat_mean(const stat *s) { return s->n ? s->sum / s->n : 0.0; }
+static double stat_sd(const stat *s) {
+    if (s->n < 2) return 0.0;
+    double m = stat_mean(s), v = (s->sum2 - s->n * m * m) / (s->n - 1);
+    return v > 0 ? sqrt(v) : 0.0;
+}
+
+/* Bytes of weights one decode token reads: everything but the embedding table (one row of
+ * it) and the routed experts, plus k experts of every MoE layer. */
+static void decode_bytes(const st_model_desc *d, uint64_t *nonexp, uint64_t *experts) {
+    const st_gguf_tensor *te = d->token_embd;
+    uint64_t embd_row = st_row_size(te->type, te->ne[0]);
+    *nonexp = d->bytes_nonexpert - te->nbytes + embd_row + (d->hp.tied_output ? te->nbytes : 0);
+    *experts = 0;
+    for (int l = 0; l < d->hp.n_layer; l++) {
+        const st_layer_desc *L = &d->layers[l];
+        if (!L->is_moe) continue;
+        uint64_t slice = 0;
+        for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++) slice += L->t[r]->nbytes / (uint64_t)d->hp.n_expert;
+        *experts += slice * (uint64_t)d->hp.n_expert_used;
+    }
+}
+
+/* Expert bytes a prefill read: the experts its tokens were routed to (counted on a pass). */
+static uint64_t used_expert_bytes(const st_model_desc *d, const uint64_t *counts) {
+    uint64_t b = 0;
+    if (!counts) return 0;
+    for (int l = 0; l < d->hp.n_layer; l++) {
+        const st_layer_desc *L = &d->layers[l];
+        if (!L->is_moe) continue;
+        uint64_t slice = 0;
+        for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++) slice += L->t[r]->nbytes / (uint64_t)d->hp.n_expert;
+        for (int e = 0; e < d->hp.n_expert; e++)
+            if (counts[(size_t)l * (size_t)d->hp.n_expert + (size_t)e]) b += slice;
+    }
+    return b;
+}
+
+int st_cmd_bench(int argc, char **argv) {
+    st_cli_model_opts o;
+    memset(&o, 0, sizeof o);
+    long n_p = 512, n_g = 128, reps = 3;
+    uint64_t seed = 1;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r = st_cli_model_opt("bench", argc, argv, &i, &o);
+        if (r < 0) return 2;
+        if (r) continue;
+        if ((r = st_cli_opt(argc, argv, &i, "-p", "--n-prompt", &v))) {
+            if (r < 0 || st_cli_int("bench", "-p", v, 0, 1 << 22, &n_p)) return 2;
+        } else if ((r = st_cli_opt(argc, argv, &i, "-n", "--n-gen", &v))) {
+            if (r < 0 || st_cli_int("bench", "-n", v, 0, 1 << 22, &n_g)) return 2;
+        } else if ((r = st_cli_opt(argc, argv, &i, "-r", "--repetitions", &v))) {
+            if (r < 0 || st_cli_int("bench", "-r", v, 1, 1000, &reps)) return 2;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
+            if (r < 0) return 2;
+            seed = strtoull(v, NULL, 10);
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "strata bench: unknown option '%s'\n", argv[i]);
+            help(stderr);
+            return 2;
+        }
+    }
+    if (n_p + n_g == 0) {
+        fprintf(stderr, "strata bench: nothing to measure (-p 0 -n 0)\n");
+        return 2;
+    }
+    st_model_params mp;
+    st_model_params_default(&mp);
+    if (o.ctx <= 0) mp.n_ctx = (int32_t)((n_p + n_g + 1 + 255) / 256 * 256);
+    st_cli_session s;
+    if (st_cli_open("bench", &s, &o, &mp, 0)) return 1;
+    const st_model_desc *d = s.d;
+    const int32_t V = d->hp.n_vocab;
+    if (n_p + n_g + 1 > st_model_params_of(s.m)->n_ctx) {
+        fprintf(stderr, "strata bench: -p %ld -n %ld needs a context of %ld (--ctx)\n", n_p, n_g, n_p + n_g + 1);
+        st_cli_close(&s);
+        return 2;
+    }
+    int32_t *prompt = malloc((size_t)(n_p > 0 ? n_p : 1) * sizeof *prompt);
+    st_rng rng;
+    st_rng_seed(&rng, seed);
+    for (long i = 0; i < (n_p > 0 ? n_p : 1); i++) prompt[i] = (int32_t)(st_rng_next(&rng) % (uint64_t)V);
+    char err[1024];
+    int rc = 1;
+    stat sp = {0}, sg = {0};
+    st_kv *kv = st_model_kv(s.m);
+    int32_t tok;
+    /* warm-up: one small forward (first-touch of pages, module threads) */
+    if (st_model_eval(s.m, 0, prompt, 1, 0, 0, NULL, err, sizeof err) || st_model_argmax(s.m, &tok, err, sizeof err))
+        goto fail;
+    for (long r = 0; r < reps; r++) {
+        st_kv_clear(kv);
+        long pos = 0;
+        tok = prompt[0];
+        if (n_p > 0) {
+            uint64_t t0 = st_now_ns();
+            if (st_model_eval(s.m, 0, prompt, (int32_t)n_p, 0, 0, NULL, err, sizeof err) ||
+                st_model_argmax(s.m, &tok, err, sizeof err))
+                goto fail;
+            stat_add(&sp, (double)n_p / ((double)(st_now_ns() - t0) / 1e9));
+            pos = n_p;
+        }
+        if (n_g > 0) {
+            uint64_t t0 = st_now_ns();
+            for (long i = 0; i < n_g; i++, pos++)
+                if (st_model_eval(s.m, 0, &tok, 1, (int32_t)pos, 0, NULL, err, sizeof err) ||
+                    st_model_argmax(s.m, &tok, err, sizeof err))
+                    goto fail;
+            stat_add(&sg, (double)n_g / ((double)(st_now_ns() - t0) / 1e9));
+        }
+    }
+    /* bytes per decode token; the KV read at the mean decode position */
+    uint64_t b_nonexp, b_exp;
+    decode_bytes(d, &b_nonexp, &b_exp);
+    double mean_pos = (double)n_p + (double)n_g / 2.0;
+    double b_kv = mean_pos * (double)st_kv_bytes_per_pos(kv);
+    double b_tok = (double)b_nonexp + (double)b_exp + b_kv;
+    double gbs = b_tok * stat_mean(&sg) / 1e9;
+    /* prefill: one counted pass tells which experts the prompt woke */
+    double b_pre = 0, gbs_pre = 0;
+    if (n_p > 0) {
+        uint64_t pre_exp = 0;
+        if (d->hp.n_expert > 0) {
+            st_kv_clear(kv);
+            st_model_expert_counts_reset(s.m);
+            st_model_count_experts(s.m, 1);
+            if (st_model_eval(s.m, 0, prompt, (int32_t)n_p, 0, 0, NULL, err, sizeof err)) goto fail;
+            st_model_count_experts(s.m, 0);
+            pre_exp = used_expert_bytes(d, st_model_expert_counts(s.m));
+        }
+        long chunks = (n_p + st_model_params_of(s.m)->n_batch - 1) / st_model_params_of(s.m)->n_batch;
+        b_pre = (double)chunks * (double)b_nonexp + (double)pre_exp;
+        gbs_pre = b_pre / ((double)n_p / stat_mean(&sp)) / 1e9;
+    }
+    const char *kvn = st_type_name(st_model_params_of(s.m)->kv_type);
+    if (json) {
+        printf("{\"model\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"weights_in_place\":%s,\"kv_type\":\"%s\","
+               "\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,"
+               "\"prefill_tok_s\":%.3f,\"prefill_tok_s_sd\":%.3f,\"decode_tok_s\":%.3f,\"decode_tok_s_sd\":%.3f,"
+               "\"decode_bytes_per_token\":{\"nonexpert\":%llu,\"experts\":%llu,\"kv\":%.0f,\"total\":%.0f},"
+               "\"decode_gb_s\":%.3f,\"prefill_bytes\":%.0f,\"prefill_gb_s\":%.3f,\"device_bw_gb_s\":%.1f",
+               o.model, d->hp.arch_name, s.device_text, st_model_weights_in_place(s.m) ? "true" : "false", kvn, n_p,
+               n_g, reps, stat_mean(&sp), stat_sd(&sp), stat_mean(&sg), stat_sd(&sg), (unsigned long long)b_nonexp,
+               (unsigned long long)b_exp, b_kv, b_tok, gbs, b_pre, gbs_pre, s.mem_bw_gbs);
+        if (s.mem_bw_gbs > 0) printf(",\"decode_bw_fraction\":%.4f", gbs / s.mem_bw_gbs);
+        printf("}\n");
+    } else {
+        char sum[512];
+        st_model_desc_summary(d, sum, sizeof sum);
+        printf("model:   %s\n         %s\n", o.model, sum);
+        printf("device:  %s (weights %s, KV %s)\n", s.device_text,
+               st_model_weights_in_place(s.m) ? "read in place" : "copied", kvn);
+        if (n_p > 0)
+            printf("prefill: %ld tokens: %10.1f tok/s (sd %.1f, %ld runs)  ~%.2f GB/s of weights\n", n_p,
+                   stat_mean(&sp), stat_sd(&sp), reps, gbs_pre);
+        if (n_g > 0) {
+            printf("decode:  %ld tokens: %10.1f tok/s (sd %.1f, %ld runs)\n", n_g, stat_mean(&sg), stat_sd(&sg), reps);
+            printf("bytes per decode token: %.2f MB = non-expert %.2f MB + routed experts %.2f MB + KV %.2f MB\n",
+                   b_tok / 1e6, (double)b_nonexp / 1e6, (double)b_exp / 1e6, b_kv / 1e6);
+            printf("achieved: %.2f GB/s", gbs);
+            if (s.mem_bw_gbs > 0) printf(" (%.0f%% of the device's %.0f GB/s)", 100.0 * gbs / s.mem_bw_gbs, s.mem_bw_gbs);
+            printf("\n");
+        }
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "strata bench: %s\n", err);
+done:
+    free(prompt);
+    st_cli_close(&s);
+    return rc;
+}
