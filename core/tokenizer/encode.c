@@ -480,6 +480,7 @@ static int encode_all(const st_tokenizer *t, const char *text, size_t len, bool 
     fragvec frags = {0};
     work w = {0};
     st_pretok_words words = {0};
+    if (len > ST_TOKENIZER_MAX_TEXT) return -1; /* symbol offsets are 32-bit */
     if (len > 0 && partition(t, text, len, parse_special, &frags) != 0) out->oom = 1;
     if (add_special && t->add_bos) push_id(out, t->bos);
     bool prev_special = true; /* SPM: a space prefix goes at the start and after specials */

@@ -22,6 +22,7 @@ typedef struct st_tokenizer st_tokenizer;
 typedef struct st_gguf st_gguf;
 
 #define ST_TOKEN_NONE (-1)
+#define ST_TOKENIZER_MAX_TEXT ((size_t)1 << 29) /* longest text st_tokenizer_encode takes */
 #define ST_TOKEN_UNSET (-2) /* config only: use the model type's default */
 
 /* Token types as stored in tokenizer.ggml.token_type (numbers fixed by the file format). */
@@ -95,12 +96,13 @@ void st_tokenizer_free(st_tokenizer *t);
  * model's flags say; parse_special makes control tokens written in the text (e.g.
  * "<|im_start|>") become their ids; user-defined tokens are always recognized.
  * Writes at most cap ids to out and returns the total number of ids of the encoding (call
- * again with a larger buffer when it exceeds cap), or -1 when out of memory. */
+ * again with a larger buffer when it exceeds cap), or -1 when out of memory or when len
+ * exceeds ST_TOKENIZER_MAX_TEXT. */
 int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, size_t len, bool add_special,
                             bool parse_special, int32_t *out, size_t cap);
 
 /* Same, into a malloc'ed array the caller frees (*out = NULL when the result is empty).
- * Returns the number of ids or -1 when out of memory. */
+ * Returns the number of ids or -1 (out of memory, or text longer than ST_TOKENIZER_MAX_TEXT). */
 int64_t st_tokenizer_encode_alloc(const st_tokenizer *t, const char *text, size_t len,
                                   bool add_special, bool parse_special, int32_t **out);
 
