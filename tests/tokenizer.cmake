@@ -5,6 +5,9 @@
 #                          reference is fetched by ci/fetch-llama-ref.sh into a cache outside the
 #                          tree when absent, and the test is skipped only when that cannot reach
 #                          the network (exit 77)
+#   tokenizer.vs_llama     differential test against llama.cpp's own tokenizer (libllama from the
+#                          same cache; built only when present): ids of generated texts for every
+#                          supported vocabulary / pre-tokenizer, every token's piece, eog flags
 find_package(Threads REQUIRED)
 if(NOT DEFINED STRATA_LLAMA_REF_DIR)
   if(DEFINED ENV{STRATA_LLAMA_REF_DIR})
