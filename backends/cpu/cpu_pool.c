@@ -1,5 +1,8 @@
-/* Worker pool: workers wait for a job generation to change (short spin, then a condition
- * variable), run their share, and count themselves done; the caller runs share 0 and waits. */
+/* Worker pool. A job is nth task indices claimed from an atomic counter by whoever is there:
+ * the caller always takes part, and workers join while the job is open. So a worker that is
+ * asleep or not scheduled (a busy machine) never delays a job it has not started: the caller
+ * runs the remaining tasks itself and only waits for tasks already running.
+ * Workers wait for a new job with a short spin, then on a condition variable. */
 #include "cpu/cpu_pool.h"
 
 #include <pthread.h>
@@ -19,27 +22,40 @@
 #define ST_CPU_RELAX() ((void)0)
 #endif
 
-#define ST_POOL_SPIN 4096 /* relax iterations before sleeping / yielding */
+#define ST_POOL_SPIN 4096 /* relax iterations before sleeping (workers) or yielding (caller) */
 
 typedef struct st_pool_worker {
     struct st_cpu_pool *pool;
-    int ith;
     pthread_t thread;
 } st_pool_worker;
 
 struct st_cpu_pool {
     int n_threads;
-    st_pool_worker *workers;   /* [n_threads - 1] */
-    pthread_mutex_t run_mu;    /* one job at a time */
-    pthread_mutex_t mu;        /* guards the sleep/wake handshake */
+    st_pool_worker *workers;  /* [n_threads - 1] */
+    pthread_mutex_t run_mu;   /* one job at a time */
+    pthread_mutex_t mu;       /* sleep/wake handshake */
     pthread_cond_t cv;
-    atomic_uint gen;           /* bumped for each job (and for stop) */
-    atomic_int pending;        /* workers still running the current job */
+    atomic_uint gen;          /* bumped for each job and for stop */
+    atomic_int sleepers;      /* workers blocked (or about to block) on cv */
+    atomic_int open;          /* the current job accepts workers */
+    atomic_int joined;        /* workers inside the current job */
+    atomic_int next;          /* next task index to claim */
+    atomic_int done;          /* tasks finished */
     atomic_int stop;
     st_cpu_task_fn fn;
     void *ctx;
     int nth;
 };
+
+/* Claim and run tasks until none are left. */
+static void pool_work(struct st_cpu_pool *p) {
+    for (;;) {
+        int t = atomic_fetch_add(&p->next, 1);
+        if (t >= p->nth) return;
+        p->fn(p->ctx, t, p->nth);
+        atomic_fetch_add(&p->done, 1);
+    }
+}
 
 static void *pool_main(void *arg) {
     st_pool_worker *w = arg;
@@ -48,19 +64,23 @@ static void *pool_main(void *arg) {
     for (;;) {
         unsigned g;
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen && spins < ST_POOL_SPIN) {
+        while ((g = atomic_load(&p->gen)) == seen && spins < ST_POOL_SPIN) {
             ST_CPU_RELAX();
             spins++;
         }
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
             while ((g = atomic_load(&p->gen)) == seen) pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         seen = g;
         if (atomic_load(&p->stop)) return NULL;
-        if (w->ith < p->nth) p->fn(p->ctx, w->ith, p->nth);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        /* join only while the job is open; the caller closes it before returning */
+        atomic_fetch_add(&p->joined, 1);
+        if (atomic_load(&p->open)) pool_work(p);
+        atomic_fetch_sub(&p->joined, 1);
     }
 }
 
@@ -74,7 +94,11 @@ st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->gen, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->open, 0);
+    atomic_init(&p->joined, 0);
+    atomic_init(&p->next, 0);
+    atomic_init(&p->done, 0);
     atomic_init(&p->stop, 0);
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
@@ -86,7 +110,6 @@ st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         st_pool_worker *w = &p->workers[i - 1];
         w->pool = p;
-        w->ith = i;
         int rc = pthread_create(&w->thread, NULL, pool_main, w);
         if (rc != 0) {
             p->n_threads = i; /* join the ones that started */
@@ -116,6 +139,14 @@ void st_cpu_pool_destroy(st_cpu_pool *p) {
 
 int st_cpu_pool_size(const st_cpu_pool *p) { return p->n_threads; }
 
+static void wait_until(atomic_int *v, int want) {
+    int spins = 0;
+    while (atomic_load(v) != want) {
+        if (++spins < ST_POOL_SPIN) ST_CPU_RELAX();
+        else sched_yield();
+    }
+}
+
 void st_cpu_pool_run(st_cpu_pool *p, st_cpu_task_fn fn, void *ctx, int nth) {
     if (nth > p->n_threads) nth = p->n_threads;
     if (nth <= 1) {
@@ -126,16 +157,18 @@ void st_cpu_pool_run(st_cpu_pool *p, st_cpu_task_fn fn, void *ctx, int nth) {
     p->fn = fn;
     p->ctx = ctx;
     p->nth = nth;
-    atomic_store(&p->pending, p->n_threads - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    fn(ctx, 0, nth);
-    int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (++spins < ST_POOL_SPIN) ST_CPU_RELAX();
-        else sched_yield();
+    atomic_store(&p->next, 0);
+    atomic_store(&p->done, 0);
+    atomic_store(&p->open, 1);
+    atomic_fetch_add(&p->gen, 1);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
     }
+    pool_work(p);
+    wait_until(&p->done, nth);
+    atomic_store(&p->open, 0);
+    wait_until(&p->joined, 0);
     pthread_mutex_unlock(&p->run_mu);
 }
