@@ -1,5 +1,5 @@
 /* x86 kernels for the 256-element formats against Q8_K activations: the Q8_K quantizer and
- * the dots of Q4_K, Q5_K, Q6_K and IQ4_XS (Q2_K and Q3_K use the scalar slots). Weights of a
+ * the dots of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS. Weights of a
  * super-block are unpacked once into registers/L1 and reused for every activation row. */
 #include <math.h>
 
@@ -223,7 +223,7 @@ ST_K4_DOT(vd_q5_k, st_block_q5_K, unpack_q5_k)
 
 /* ---------------------------------------------------------------- Q6_K */
 
-ST_X86_INLINE void vd_q6_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+ST_X86_INLINE void vd_q6_k_rows256(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
     const st_block_q6_K *w = vw;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
     __m256 acc[8];
@@ -261,7 +261,150 @@ ST_X86_INLINE void vd_q6_k_rows(int64_t k, const void *vw, const void *x, size_t
     }
     for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
 }
+#if defined(__AVX512BW__)
+/* Q6_K with 64-byte registers: sub-blocks 8n..8n+3 and 8n+4..8n+7 are each one register whose
+ * activations are contiguous; per-16 scales come from one 16-bit permute per register. */
+ST_X86_INLINE void vd_q6_k_rows512(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_q6_K *w = vw;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(3);
+    static const short idx_tab[4][32] = {
+        {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+        {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+        {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+        {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
+         14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+    };
+    __m256 acc[8];
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m512i q[4], sv[4];
+        for (int n = 0; n < 2; n++) {
+            __m512i l = _mm512_loadu_si512((const void *)(w[b].ql + 64 * n));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * n));
+            __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+            q[2 * n] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m2), 4));
+            q[2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m2), 4));
+        }
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+        __m512i sca = _mm512_castsi256_si512(sc16);
+        for (int v = 0; v < 4; v++) sv[v] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *)idx_tab[v]), sca);
+        float d = st_x86_h2f(w[b].d);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m512i sumi = _mm512_setzero_si512();
+            for (int v = 0; v < 4; v++) {
+                __m512i p = _mm512_maddubs_epi16(q[v], _mm512_loadu_si512((const void *)(xb->qs + 64 * v)));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, sv[v]));
+            }
+            __m256i si = _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
+            __m256i bs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)xb->bsums));
+            si = _mm256_sub_epi32(si, _mm256_slli_epi32(bs, 5));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(si), acc[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
+}
+#endif
+
+ST_X86_INLINE void vd_q6_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+#if defined(__AVX512BW__)
+    vd_q6_k_rows512(k, vw, x, xs, s, NR);
+#else
+    vd_q6_k_rows256(k, vw, x, xs, s, NR);
+#endif
+}
 ST_X86_VEC_DOT(vd_q6_k)
+
+/* ---------------------------------------------------------------- Q2_K / Q3_K */
+
+/* 16 bytes of per-16 scales reordered even-first: as int16 the low 128-bit lane holds the
+ * scales of even sub-blocks, the high lane odd ones, so one byte shuffle gives register v
+ * (sub-blocks 2v | 2v+1) its two scales. */
+static const char k_even_odd[16] = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
+#define K2_IDX(e) (char)(2 * (e)), (char)(2 * (e) + 1)
+#define K2_IDX16(e) K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), \
+                    K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e), K2_IDX(e)
+static const char k_pair_idx[8][32] = {{K2_IDX16(0)}, {K2_IDX16(1)}, {K2_IDX16(2)}, {K2_IDX16(3)},
+                                       {K2_IDX16(4)}, {K2_IDX16(5)}, {K2_IDX16(6)}, {K2_IDX16(7)}};
+
+ST_X86_INLINE __m256i pair_scale(__m256i t, int v) {
+    return _mm256_shuffle_epi8(t, _mm256_loadu_si256((const __m256i *)k_pair_idx[v]));
+}
+
+ST_X86_INLINE void vd_q2_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_q2_K *w = vw;
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc[8];
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        __m128i raw = _mm_loadu_si128((const __m128i *)w[b].scales);
+        __m128i lo = _mm_and_si128(raw, m4);
+        __m256i t = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(lo, _mm_loadu_si128((const __m128i *)k_even_odd)));
+        __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+        __m256i q[8], sv[8];
+        for (int n = 0; n < 2; n++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * n));
+            for (int j = 0; j < 4; j++) q[4 * n + j] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3);
+        }
+        for (int v = 0; v < 8; v++) sv[v] = pair_scale(t, v);
+        float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int v = 0; v < 8; v++) {
+                __m256i p = _mm256_maddubs_epi16(q[v], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv[v]));
+            }
+            __m256i ms = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)xb->bsums));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * xb->d), _mm256_cvtepi32_ps(ms), acc[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
+}
+ST_X86_VEC_DOT(vd_q2_k)
+
+ST_X86_INLINE void vd_q3_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
+    const st_block_q3_K *w = vw;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc[8];
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        int8_t scb[16];
+        st_cpu_q3k_scales(w[b].scales, scb);
+        __m128i raw = _mm_loadu_si128((const __m128i *)scb);
+        __m256i t = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, _mm_loadu_si128((const __m128i *)k_even_odd)));
+        __m256i sc16 = _mm256_cvtepi8_epi16(raw);
+        __m256i hm = _mm256_loadu_si256((const __m256i *)w[b].hmask);
+        __m256i q[8], sv[8];
+        for (int n = 0; n < 2; n++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * n));
+            for (int j = 0; j < 4; j++) {
+                __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m3);
+                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one);
+                q[4 * n + j] = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2)); /* value + 4, 0..7 */
+            }
+        }
+        for (int v = 0; v < 8; v++) sv[v] = pair_scale(t, v);
+        float d = st_x86_h2f(w[b].d);
+        for (int j = 0; j < NR; j++) {
+            const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int v = 0; v < 8; v++) {
+                __m256i p = _mm256_maddubs_epi16(q[v], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, sv[v]));
+            }
+            /* remove the +4 offset: 4 * sum_g sc[g] * bsums[g] */
+            __m256i bs = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)xb->bsums));
+            sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bs, 2));
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+        }
+    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);
+}
+ST_X86_VEC_DOT(vd_q3_k)
 
 /* ---------------------------------------------------------------- IQ4_XS */
 
@@ -296,6 +439,8 @@ ST_X86_VEC_DOT(vd_iq4_xs)
 void st_x86_kquant_kernels(st_cpu_kernels *k) {
     static const uint32_t types[] = {ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) k->wt[types[i]].from_float = x_q8_k_from_float;
+    k->wt[ST_TYPE_Q2_K].vec_dot = vd_q2_k;
+    k->wt[ST_TYPE_Q3_K].vec_dot = vd_q3_k;
     k->wt[ST_TYPE_Q4_K].vec_dot = vd_q4_k;
     k->wt[ST_TYPE_Q5_K].vec_dot = vd_q5_k;
     k->wt[ST_TYPE_Q6_K].vec_dot = vd_q6_k;
