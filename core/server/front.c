@@ -275,6 +275,7 @@ static void *reader_main(void *arg) {
             else if (type == ST_MSG_READY && len == sizeof(st_msg_ready)) {
                 pthread_mutex_lock(&f->mu);
                 f->ready = *(st_msg_ready *)p;
+                memset(&f->stats, 0, sizeof f->stats); /* a new engine: its figures start at 0 */
                 f->state = ST_ENGINE_READY;
                 f->state_reason[0] = 0;
                 pthread_cond_broadcast(&f->cv);

@@ -90,10 +90,10 @@ static void sse_data(gen *g, const char *json) {
     sbuf_add(&g->out, &g->out_n, "\n\n");
 }
 
-/* Move newly received tokens into text (content / reasoning). */
-static void take_tokens(gen *g) {
+/* Move up to `max` newly received tokens into text (content / reasoning). */
+static void take_tokens(gen *g, int max) {
     st_req *r = g->r;
-    for (;;) {
+    for (int k = 0; k < max; k++) {
         pthread_mutex_lock(&r->mu);
         if (g->consumed >= r->n_toks) {
             pthread_mutex_unlock(&r->mu);
@@ -184,9 +184,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             st_front_cancel(g->f, g->r);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        take_tokens(g);
+        take_tokens(g, 1); /* one token per chunk, as clients expect */
         pthread_mutex_lock(&g->r->mu);
-        int done = g->r->done && g->consumed >= g->r->n_toks, failed = g->r->failed;
+        int all = g->consumed >= g->r->n_toks;
+        int done = g->r->done && all, failed = g->r->failed && all; /* tokens before a failure are sent */
         pthread_mutex_unlock(&g->r->mu);
         if (done && !g->stop_hit) {
             const char *s;
@@ -327,7 +328,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     }
     /* not streamed: wait here, watching the client */
     for (;;) {
-        take_tokens(g);
+        take_tokens(g, INT32_MAX);
         pthread_mutex_lock(&g->r->mu);
         int done = g->r->done && g->consumed >= g->r->n_toks, failed = g->r->failed;
         pthread_mutex_unlock(&g->r->mu);
@@ -399,8 +400,10 @@ static enum MHD_Result handle_models(st_front *f, struct MHD_Connection *c) {
 static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
     st_msg_stats s;
     memset(&s, 0, sizeof s);
+    /* the engine answers between steps; inside a long one, the last answer is shown */
     int have = st_front_stats(f, &s, 500) == 0;
     pthread_mutex_lock(&f->mu);
+    if (!have) s = f->stats;
     char body[8192];
     double tps = f->m_gen_seconds > 0 ? (double)f->m_gen_tokens / f->m_gen_seconds : 0;
     snprintf(body, sizeof body,
@@ -411,6 +414,8 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_decode_tokens_per_second gauge\nstrata_decode_tokens_per_second %.3f\n"
              "# TYPE strata_engine_restarts_total counter\nstrata_engine_restarts_total %llu\n"
              "# TYPE strata_engine_up gauge\nstrata_engine_up %d\n"
+             "# HELP strata_engine_stats_fresh 0 when the engine was inside a step and the engine figures are its last answer\n"
+             "# TYPE strata_engine_stats_fresh gauge\nstrata_engine_stats_fresh %d\n"
              "# TYPE strata_slots_busy gauge\nstrata_slots_busy %d\n"
              "# TYPE strata_slots_total gauge\nstrata_slots_total %d\n"
              "# TYPE strata_queue_length gauge\nstrata_queue_length %d\n"
@@ -425,7 +430,7 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_kv_cells_total gauge\nstrata_kv_cells_total %lld\n",
              (unsigned long long)f->m_requests, (unsigned long long)f->m_prompt_tokens,
              (unsigned long long)f->m_cached_tokens, (unsigned long long)f->m_gen_tokens, tps,
-             (unsigned long long)f->m_restarts, f->state == ST_ENGINE_READY && have, s.engine.slots_busy,
+             (unsigned long long)f->m_restarts, f->state == ST_ENGINE_READY, have, s.engine.slots_busy,
              f->ready.n_slots, s.engine.queue_len, (unsigned long long)s.engine.steps,
              (unsigned long long)s.engine.max_slots_in_step, (unsigned long long)s.engine.tokens_prefill,
              (unsigned long long)s.engine.tokens_decode, (unsigned long long)s.engine.tokens_reused,

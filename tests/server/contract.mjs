@@ -240,6 +240,36 @@ await check('abort mid-stream frees the slot within a second', async () => {
   }
 });
 
+await check('a client that goes away during prefill cancels it within a step', async () => {
+  // ~3.5K new tokens: several 512-token prefill steps
+  const prompt = Array.from({ length: 700 }, (_, i) => `w${(i * 7919) % 1000}`).join(' ');
+  const before = await metrics(srv);
+  const ctl = new AbortController();
+  const p = fetch(`${srv.base}/v1/completions`, { method: 'POST', signal: ctl.signal, headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt, max_tokens: 4 }) }).catch((e) => e);
+  // wait until its prefill has started
+  for (let i = 0; i < 500; i++) {
+    const m = await metrics(srv);
+    if (m.strata_slots_busy === 1 && m.strata_engine_prefill_tokens_total > before.strata_engine_prefill_tokens_total) break;
+    await sleep(5);
+  }
+  ctl.abort();
+  assert.equal((await p).name, 'AbortError');
+  const t0 = Date.now();
+  let m;
+  while ((m = await metrics(srv)).strata_slots_busy !== 0) {
+    assert.ok(Date.now() - t0 < 1000, 'slot still busy a second after the client left during prefill');
+    await sleep(10);
+  }
+  const read = m.strata_engine_prefill_tokens_total - before.strata_engine_prefill_tokens_total;
+  console.log(`     cancelled after ${read} prompt tokens were read; slot free ${Date.now() - t0} ms after the abort`);
+  assert.equal(m.strata_generated_tokens_total, before.strata_generated_tokens_total, 'nothing was generated');
+  const full = await client.completions.create({ model: MODEL, prompt, max_tokens: 1 });
+  console.log(`     (the prompt has ${full.usage.prompt_tokens} tokens)`);
+  assert.ok(full.usage.prompt_tokens > 2000);
+  assert.ok(read <= full.usage.prompt_tokens - 512, `prefill stopped early (${read} of ${full.usage.prompt_tokens} tokens read)`);
+});
+
 await check('per-request log line says how the prompt was served', async () => {
   assert.match(srv.log, /request \d+ chat stream: prompt \d+ tokens = \d+ reused \+ \d+ read, \d+ generated, prefill \d+ ms, decode [\d.]+ tok\/s, finish length/);
   assert.match(srv.log, /request \d+ completion: prompt \d+ tokens = \d+ reused \+ \d+ read, \d+ generated/);

@@ -89,16 +89,20 @@ export async function waitHealthy(srv, timeoutMs = 20000) {
   }
 }
 
-export async function metrics(srv) {
-  const r = await fetch(`${srv.base}/metrics`);
-  const text = await r.text();
-  const m = {};
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const [k, v] = line.split(' ');
-    m[k] = Number(v);
+// /metrics as {name: value}; waits for fresh engine figures (the engine answers between steps)
+export async function metrics(srv, timeoutMs = 20000) {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await fetch(`${srv.base}/metrics`);
+    const text = await r.text();
+    const m = {};
+    for (const line of text.split('\n')) {
+      if (!line || line.startsWith('#')) continue;
+      const [k, v] = line.split(' ');
+      m[k] = Number(v);
+    }
+    if (m.strata_engine_stats_fresh === 1 || Date.now() - t0 > timeoutMs) return m;
   }
-  return m;
 }
 
 // POST a body (object or raw string) and read the whole answer. For SSE answers, `events` are
