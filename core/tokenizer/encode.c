@@ -296,7 +296,7 @@ static void bpe_try_pair(const st_tokenizer *t, work *w, int32_t l, int32_t r, b
 /* One word, already mapped to byte-level symbols in w->buf[0..n) (raw UTF-8 for raw_bpe). */
 static void bpe_word(const st_tokenizer *t, work *w, size_t n, idvec *out) {
     bool whole = t->ignore_merges;
-    if (t->raw_bpe) { /* Gemma 4: a run of newlines that is a token is taken whole */
+    if (t->newline_whole) { /* Gemma 4: a run of newlines that is a token is taken whole */
         whole = true;
         for (size_t i = 0; i < n && whole; i++) whole = w->buf[i] == '\n';
     }

@@ -112,7 +112,7 @@ static void split_gpt2(scan *s) {
  *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?LETTERS+|DIGITS| ?[^\s LETTERS \p{N}]+[\r\n]*
  *   |\s*[\r\n]+|\s+(?!\S)|\s+
  * letters = \p{L} (\p{L}\p{M} for qwen3.5); digits = \p{N}{1,3} (llama-3) or \p{N}. */
-static void split_llama3_family(scan *s, size_t max_digits, uint32_t letters) {
+static void split_llama3_family(scan *s, size_t max_digits, uint32_t letters, bool punct_newlines) {
     size_t pos = s->b;
     while (pos < s->e) {
         uint32_t c = s->cp[pos];
@@ -147,7 +147,7 @@ static void split_llama3_family(scan *s, size_t max_digits, uint32_t letters) {
             pos += c == ' ';
             for (uint32_t g = fl_at(s, pos); g && !(g & excl); g = fl_at(s, ++pos)) {
             }
-            while (pos < s->e && (s->cp[pos] == '\r' || s->cp[pos] == '\n')) pos++;
+            while (punct_newlines && pos < s->e && (s->cp[pos] == '\r' || s->cp[pos] == '\n')) pos++;
             emit(s, pos);
             continue;
         }
@@ -577,6 +577,54 @@ static void split_kimi(scan *s) {
     }
 }
 
+/* AFMoE digits: each run of digits is cut into groups of three counted from its end; the
+ * text before a run (since the previous run) joins the run's first group, as the reference
+ * implements it. */
+static void split_afmoe_digits(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        if (!(s->fl[pos] & F_N)) {
+            pos++;
+            continue;
+        }
+        size_t start = pos;
+        while (pos < s->e && (s->fl[pos] & F_N)) pos++;
+        size_t count = pos - start, cur = start;
+        if (count % 3) {
+            cur += count % 3;
+            emit(s, cur);
+        }
+        while (cur < pos) {
+            cur += 3;
+            emit(s, cur);
+        }
+    }
+    emit(s, s->e);
+}
+
+/* Runs of code points from a set of ranges (White_Space excluded), everything else between. */
+static void split_ranges(scan *s, const cp_range *r, size_t nr) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        if ((s->fl[pos] & F_SP) || !in_ranges(s->cp[pos], r, nr)) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        while (pos < s->e && !(s->fl[pos] & F_SP) && in_ranges(s->cp[pos], r, nr)) pos++;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
+/* AFMoE's "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+" (CJK, kana, Thai, Lao,
+ * Khmer, Myanmar, Hangul; the third range starts at U+8C48 as written there). */
+static const cp_range afmoe_cjk[] = {
+    {0x4E00, 0x9FFF}, {0x3400, 0x4DBF}, {0x8C48, 0xFAFF}, {0x3040, 0x309F}, {0x30A0, 0x30FF},
+    {0xFF65, 0xFF9F}, {0x2F00, 0x2FDF}, {0x0E40, 0x0E7F}, {0x0E80, 0x0EFF}, {0x1780, 0x17FF},
+    {0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF},
+};
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -598,6 +646,10 @@ typedef enum step_kind {
     STEP_TEKKEN,
     STEP_NEWLINE_RUNS,
     STEP_KIMI,
+    STEP_SEED_CODER,
+    STEP_MINICPM5,
+    STEP_AFMOE_DIGITS,
+    STEP_AFMOE_CJK,
     STEP_PUNCT_SYM,
     STEP_FALCON_PUNCT,
     STEP_ASCII_DIGIT3,
@@ -606,9 +658,13 @@ typedef enum step_kind {
 static void run_step(scan *s, step_kind k) {
     switch (k) {
     case STEP_GPT2: split_gpt2(s); break;
-    case STEP_LLAMA3: split_llama3_family(s, 3, F_L); break;
-    case STEP_QWEN2: split_llama3_family(s, 1, F_L); break;
-    case STEP_QWEN35: split_llama3_family(s, 1, F_L | F_M); break;
+    case STEP_LLAMA3: split_llama3_family(s, 3, F_L, true); break;
+    case STEP_QWEN2: split_llama3_family(s, 1, F_L, true); break;
+    case STEP_QWEN35: split_llama3_family(s, 1, F_L | F_M, true); break;
+    case STEP_SEED_CODER: split_llama3_family(s, 1, F_L, false); break;
+    case STEP_MINICPM5: split_llama3_family(s, SIZE_MAX, F_L, true); break;
+    case STEP_AFMOE_DIGITS: split_afmoe_digits(s); break;
+    case STEP_AFMOE_CJK: split_ranges(s, afmoe_cjk, sizeof afmoe_cjk / sizeof afmoe_cjk[0]); break;
     case STEP_NEWLINES: split_newlines(s); break;
     case STEP_DS_LATIN: split_set(s, SET_LATIN, true, false); break;
     case STEP_DS_PUNCT: split_set(s, SET_PUNCT, true, false); break;
@@ -645,6 +701,10 @@ static const step_kind steps_gpt4o[] = {STEP_GPT4O};
 static const step_kind steps_tekken[] = {STEP_TEKKEN};
 static const step_kind steps_newline_runs[] = {STEP_NEWLINE_RUNS};
 static const step_kind steps_kimi[] = {STEP_KIMI};
+static const step_kind steps_seed_coder[] = {STEP_SEED_CODER};
+static const step_kind steps_minicpm5[] = {STEP_DIGIT_GROUPS, STEP_MINICPM5};
+static const step_kind steps_afmoe[] = {STEP_AFMOE_DIGITS, STEP_AFMOE_CJK, STEP_DS3_MAIN};
+static const step_kind steps_laguna[] = {STEP_NEWLINE_RUNS, STEP_QWEN2};
 static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
 static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
 static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
@@ -671,6 +731,10 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_TEKKEN] = DEF("tekken", steps_tekken),
     [ST_PRETOK_NEWLINE_RUNS] = DEF("gemma4", steps_newline_runs),
     [ST_PRETOK_KIMI_K2] = DEF("kimi-k2", steps_kimi),
+    [ST_PRETOK_SEED_CODER] = DEF("seed-coder", steps_seed_coder),
+    [ST_PRETOK_MINICPM5] = DEF("minicpm5", steps_minicpm5),
+    [ST_PRETOK_AFMOE] = DEF("afmoe", steps_afmoe),
+    [ST_PRETOK_LAGUNA] = DEF("laguna", steps_laguna),
 };
 
 const char *st_pretok_name(st_pretok kind) {

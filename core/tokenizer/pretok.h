@@ -22,6 +22,10 @@ typedef enum st_pretok {
     ST_PRETOK_STARCODER,      /* single digits, then gpt-2 (starcoder, refact, command-r, ...) */
     ST_PRETOK_NEWLINE_RUNS,   /* Gemma 4: runs of newlines and runs of everything else */
     ST_PRETOK_KIMI_K2,        /* Kimi K2: Han runs, non-Han letter words, \p{N}{1,3}, ... */
+    ST_PRETOK_SEED_CODER,     /* qwen2-like, punctuation runs do not take newlines */
+    ST_PRETOK_MINICPM5,       /* digit groups, then llama-3 rules with whole digit runs */
+    ST_PRETOK_AFMOE,          /* AFMoE: digit groups from the right, CJK/SE-Asian runs, words */
+    ST_PRETOK_LAGUNA,         /* newline runs, then qwen2 rules */
     ST_PRETOK_TEKKEN,         /* Mistral's tekken: gpt-4o words without contractions, \p{N} */
     ST_PRETOK_COUNT
 } st_pretok;

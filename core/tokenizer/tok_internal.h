@@ -57,7 +57,8 @@ struct st_tokenizer {
     bool add_bos, add_eos, add_space_prefix;
     bool ignore_merges; /* BPE: a word that is a token is taken whole */
     bool raw_bpe;       /* BPE over raw UTF-8 with spaces written U+2581 and <0xXX> byte
-                           tokens (Gemma 4), instead of byte-level symbols */
+                           tokens (Gemma 4, Sarvam), instead of byte-level symbols */
+    bool newline_whole; /* Gemma 4: a word of newlines that is a token is taken whole */
 };
 
 uint64_t st_tok_hash(const char *s, size_t n, uint64_t h);

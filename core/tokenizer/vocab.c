@@ -121,7 +121,7 @@ typedef struct pre_alias {
     unsigned flags;
 } pre_alias;
 
-enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2 };
+enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2, PRE_RAW = 4 };
 
 /* tokenizer.ggml.pre values whose split rules are one of the implemented kinds. */
 static const pre_alias pre_aliases[] = {
@@ -181,8 +181,13 @@ static const pre_alias pre_aliases[] = {
     {"minimax-m2", ST_PRETOK_GPT4O, 0},
     {"kanana2", ST_PRETOK_GPT4O, 0},
     {"talkie", ST_PRETOK_GPT4O, 0},
-    {"gemma4", ST_PRETOK_NEWLINE_RUNS, PRE_ADD_BOS},
+    {"gemma4", ST_PRETOK_NEWLINE_RUNS, PRE_ADD_BOS | PRE_RAW},
     {"kimi-k2", ST_PRETOK_KIMI_K2, 0},
+    {"seed-coder", ST_PRETOK_SEED_CODER, 0},
+    {"minicpm5", ST_PRETOK_MINICPM5, PRE_IGNORE_MERGES},
+    {"afmoe", ST_PRETOK_AFMOE, 0},
+    {"laguna", ST_PRETOK_LAGUNA, 0},
+    {"sarvam-moe", ST_PRETOK_NEWLINE_RUNS, PRE_RAW},
     {"tekken", ST_PRETOK_TEKKEN, PRE_IGNORE_MERGES | PRE_ADD_BOS},
 };
 
@@ -501,7 +506,7 @@ static int build_rest(st_tokenizer *t, const st_tokenizer_config *cfg, unsigned 
     t->sep = resolve_id(t, cfg->sep_id, ST_TOKEN_NONE);
     t->pad = resolve_id(t, cfg->pad_id, ST_TOKEN_NONE);
     t->add_bos = cfg->add_bos >= 0 ? cfg->add_bos != 0 : (spm || (pre_flags & PRE_ADD_BOS));
-    if (t->raw_bpe) t->add_bos = true; /* Gemma 4 always starts with BOS */
+    if (t->newline_whole) t->add_bos = true; /* Gemma 4 always starts with BOS */
     t->add_eos = cfg->add_eos >= 0 ? cfg->add_eos != 0 : false;
     t->add_space_prefix = spm && (cfg->add_space_prefix >= 0 ? cfg->add_space_prefix != 0 : true);
     if (t->add_bos && t->bos < 0) t->add_bos = false;
@@ -628,7 +633,7 @@ st_tokenizer *st_tokenizer_create(const st_tokenizer_config *cfg, char *err, siz
         if (!pre || !pre[0]) pre = "default"; /* old conversions: the reference's default rules */
         if (strcmp(cfg->model, "gemma4") == 0) { /* its own scheme, whatever the file says */
             pre = "gemma4";
-            t->raw_bpe = true;
+            t->newline_whole = true;
         }
         size_t i = 0, n = sizeof pre_aliases / sizeof pre_aliases[0];
         while (i < n && strcmp(pre_aliases[i].name, pre) != 0) i++;
@@ -639,6 +644,7 @@ st_tokenizer *st_tokenizer_create(const st_tokenizer_config *cfg, char *err, siz
         }
         t->pre = pre_aliases[i].kind;
         pre_flags = pre_aliases[i].flags;
+        t->raw_bpe = (pre_flags & PRE_RAW) != 0;
         snprintf(t->pre_name, sizeof t->pre_name, "%s", pre_aliases[i].name);
         if (cfg->n_merges && !cfg->merges) {
             set_err(err, errlen, "tokenizer: merges missing");

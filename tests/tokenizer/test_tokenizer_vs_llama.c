@@ -10,7 +10,7 @@
  * Pre-tokenizers without a vocabulary of their own in llama.cpp's tree are checked on
  * variants: a copy of an existing vocabulary file with tokenizer.ggml.pre changed (the split
  * rules are what differs; any vocabulary exercises them).
- * usage: test_tokenizer_vs_llama MODELS_DIR [N_TEXTS] [VOCAB | PRE@VOCAB ...]
+ * usage: test_tokenizer_vs_llama MODELS_DIR [N_TEXTS] [VOCAB | PRE@VOCAB[:MODEL] ...]
  * (exit 0 = no difference) */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,21 +30,26 @@ static const char *const default_vocabs[] = {
 
 /* Pre-tokenizers checked on a copy of another vocabulary. */
 static const struct {
-    const char *base, *pre;
+    const char *base, *pre, *model; /* model NULL: as in the base file */
 } variants[] = {
-    {"deepseek-llm", "deepseek-v3"},
-    {"llama-bpe", "glm4"},
-    {"qwen2", "deepseek-r1-qwen"},
-    {"llama-bpe", "gpt-4o"},
-    {"qwen2", "llama4"},
-    {"llama-bpe", "minimax-m2"},
-    {"qwen2", "grok-2"},
-    {"qwen2", "bailingmoe2"},
-    {"deepseek-llm", "hunyuan-dense"},
-    {"llama-bpe", "tekken"},
-    {"qwen2", "kimi-k2"},
-    {"gpt-2", "default"},
-    {"gpt-2", NULL}, /* no tokenizer.ggml.pre at all */
+    {"deepseek-llm", "deepseek-v3", NULL},
+    {"llama-bpe", "glm4", NULL},
+    {"qwen2", "deepseek-r1-qwen", NULL},
+    {"llama-bpe", "gpt-4o", NULL},
+    {"qwen2", "llama4", NULL},
+    {"llama-bpe", "minimax-m2", NULL},
+    {"qwen2", "grok-2", NULL},
+    {"qwen2", "bailingmoe2", NULL},
+    {"deepseek-llm", "hunyuan-dense", NULL},
+    {"llama-bpe", "tekken", NULL},
+    {"qwen2", "kimi-k2", NULL},
+    {"qwen2", "seed-coder", NULL},
+    {"llama-bpe", "minicpm5", NULL},
+    {"deepseek-llm", "afmoe", NULL},
+    {"qwen2", "laguna", NULL},
+    {"gemma-4", "sarvam-moe", "gpt2"},
+    {"gpt-2", "default", NULL},
+    {"gpt-2", NULL, NULL}, /* no tokenizer.ggml.pre at all */
 };
 
 static char readme[4096]; /* llama.cpp's README.md: a long real document */
@@ -184,8 +189,9 @@ static char *read_file(const char *path, size_t *len) {
     return b;
 }
 
-/* Writes a copy of the GGUF at src (metadata only) to dst with tokenizer.ggml.pre = pre. */
-static int write_variant(const char *src, const char *dst, const char *pre) {
+/* Writes a copy of the GGUF at src (metadata only) to dst with tokenizer.ggml.pre = pre (none
+ * when NULL) and, when model is not NULL, tokenizer.ggml.model = model. */
+static int write_variant(const char *src, const char *dst, const char *pre, const char *model) {
     char err[512];
     st_gguf *g = st_gguf_open(src, err, sizeof err);
     if (!g) {
@@ -202,6 +208,10 @@ static int write_variant(const char *src, const char *dst, const char *pre) {
             break;
         }
         if (!strcmp(key, "tokenizer.ggml.pre")) continue;
+        if (model && !strcmp(key, "tokenizer.ggml.model")) {
+            rc = st_gguf_writer_set_str(w, key, model);
+            continue;
+        }
         switch (v.type) {
         case ST_GGUF_TYPE_STRING: rc = st_gguf_writer_set_str(w, key, v.v.str.ptr); break;
         case ST_GGUF_TYPE_BOOL: rc = st_gguf_writer_set_bool(w, key, v.v.u64 != 0); break;
@@ -250,14 +260,15 @@ static int run_vocab(const char *models, const char *name, int n_texts) {
 }
 
 /* Checks pre-tokenizer `pre` on a copy of vocabulary `base`. */
-static int run_variant(const char *models, const char *base, const char *pre, int n_texts) {
+static int run_variant(const char *models, const char *base, const char *pre, const char *model,
+                       int n_texts) {
     char src[4096], dst[4096], name[128];
     snprintf(src, sizeof src, "%s/ggml-vocab-%s.gguf", models, base);
     const char *tmp = getenv("TMPDIR");
     snprintf(dst, sizeof dst, "%s/strata-tok-%ld-%s.gguf", tmp && tmp[0] ? tmp : "/tmp", (long)getpid(),
              pre ? pre : "none");
     snprintf(name, sizeof name, "%s@%s", pre ? pre : "(no pre)", base);
-    if (write_variant(src, dst, pre) != 0) {
+    if (write_variant(src, dst, pre, model) != 0) {
         remove(dst);
         return -1;
     }
@@ -365,7 +376,9 @@ int main(int argc, char **argv) {
             char *at = strchr(argv[i], '@'); /* PRE@BASE: a variant */
             if (at) {
                 *at = 0;
-                failed += run_variant(argv[1], at + 1, argv[i], n_texts) != 0;
+                char *colon = strchr(at + 1, ':'); /* PRE@BASE:MODEL */
+                if (colon) *colon = 0;
+                failed += run_variant(argv[1], at + 1, argv[i], colon ? colon + 1 : NULL, n_texts) != 0;
             } else {
                 failed += run_vocab(argv[1], argv[i], n_texts) != 0;
             }
@@ -374,7 +387,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof default_vocabs / sizeof default_vocabs[0]; i++)
             failed += run_vocab(argv[1], default_vocabs[i], n_texts) != 0;
         for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
-            failed += run_variant(argv[1], variants[i].base, variants[i].pre, n_texts) != 0;
+            failed += run_variant(argv[1], variants[i].base, variants[i].pre, variants[i].model, n_texts) != 0;
     }
     llama_backend_free();
     printf("%s: %d vocabularies differ from llama.cpp\n", failed ? "FAIL" : "PASS", failed);
