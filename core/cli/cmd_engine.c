@@ -122,6 +122,7 @@ int st_cmd_engine(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_NAME, "strata-engine"); /* started as /proc/self/exe: name it for ps and reports */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);     /* never outlive the front, even inside a hung step */
     st_crash_install(dir);
     st_crash_set_stage("loading %s", model);
     if (threads > 0) st_backend_set_threads((unsigned)threads);
@@ -172,7 +173,7 @@ int st_cmd_engine(int argc, char **argv) {
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
-    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue};
+    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name};
     st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
     if (!e) {
         elog("%s", err);
@@ -198,11 +199,8 @@ int st_cmd_engine(int argc, char **argv) {
         if (r < 0 && errno != EINTR) break;
         if (r > 0 && handle(fd, e, m)) break; /* the front is gone: leave quietly */
         if (!st_engine_busy(e)) continue;
-        st_engine_stats es;
-        st_engine_get_stats(e, &es);
-        st_crash_set_stage("step %llu: forward over %d busy slots on %s", (unsigned long long)++step, es.slots_busy,
-                           di.name);
         if (wd) st_watchdog_busy(wd, 1);
+        step++;
         if (st_engine_step(e, emit, &ecx, err, sizeof err)) {
             /* the device may be in any state now: every request got its error; end so that the
              * front starts a fresh engine with a freshly opened device */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/crash.h"
 #include "platform/platform.h"
 
 typedef struct slot {
@@ -278,6 +279,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         n++;
         n_slots_in++;
     }
+    int32_t n_dec = n;
     /* then prefill chunks up to the budget */
     for (int32_t i = 0; i < e->cfg.n_slots && n < e->cfg.n_budget; i++) {
         slot *s = &e->slots[i];
@@ -302,6 +304,15 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
     st_batch b = {.n = n, .token = e->tok, .pos = e->pos, .seq = e->seq, .logits = e->want};
     char ferr[256];
     int decode_only = n == n_rows;
+    /* what a crash or stall report will say this process was doing */
+    char slots_txt[96] = "";
+    for (int32_t i = 0, l = 0; i < e->cfg.n_slots && l < (int32_t)sizeof slots_txt - 24; i++)
+        if (e->slots[i].active)
+            l += snprintf(slots_txt + l, sizeof slots_txt - (size_t)l, "%s%d (request %llu)", l ? ", " : "", i,
+                          (unsigned long long)e->slots[i].id);
+    st_crash_set_stage("step %llu: forward of %d tokens (%d decode, %d prefill) on %s; slots %s",
+                       (unsigned long long)e->st.steps + 1, n, n_dec, n - n_dec,
+                       e->cfg.where ? e->cfg.where : "the device", slots_txt);
     uint64_t t0 = st_now_ns();
     if (st_model_forward(e->m, &b, ferr, sizeof ferr) != 0) {
         put_err(err, errlen, ferr);

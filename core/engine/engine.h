@@ -20,6 +20,7 @@ typedef struct st_engine_config {
     int32_t n_slots;      /* concurrent requests (<= the model's n_seq) */
     int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
     int32_t queue_max;    /* requests waiting for a slot before submit refuses */
+    const char *where;    /* device name for the stage text of crash and stall reports (may be NULL) */
 } st_engine_config;
 
 typedef struct st_gen_request {

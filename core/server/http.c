@@ -128,6 +128,12 @@ static void log_request(const gen *g, const char *finish) {
             d->n_reused, d->n_prompt - d->n_reused, d->n_gen, d->prefill_ms, tps, finish);
 }
 
+static void log_failure(const gen *g) {
+    fprintf(stderr, "strata serve: request %llu %s%s failed (%d %s): %s\n", (unsigned long long)g->r->id,
+            g->q.chat ? "chat" : "completion", g->q.stream ? " stream" : "", g->r->fail_status, g->r->fail_code,
+            g->r->fail_msg);
+}
+
 static void gen_free(gen *g) {
     if (!g) return;
     if (g->r) {
@@ -207,6 +213,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             g->content = g->reasoning = NULL;
         }
         if (failed) {
+            log_failure(g);
             st_oai_error e;
             st_oai_error_set(&e, g->r->fail_status, "server_error", g->r->fail_code, NULL, "%s", g->r->fail_msg);
             char *j = st_oai_error_json(&e);
@@ -333,6 +340,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         int done = g->r->done && g->consumed >= g->r->n_toks, failed = g->r->failed;
         pthread_mutex_unlock(&g->r->mu);
         if (failed) {
+            log_failure(g);
             int st = g->r->fail_status;
             enum MHD_Result ok = fail(c, st, st >= 500 ? "server_error" : "invalid_request_error", g->r->fail_code, NULL,
                                       g->r->fail_msg);

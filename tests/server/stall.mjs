@@ -34,7 +34,7 @@ await check('a hung op: stall report, error event naming it, [DONE], restart, se
   assert.ok(took < 20000, `the stall was noticed in ${took} ms (timeout 2 s, the op hangs 60 s)`);
   const rep = fs.readFileSync(file, 'utf8');
   assert.match(rep, /^strata stall report\n/);
-  assert.match(rep, /\nstage: step \d+: forward over 1 busy slots on Simulated GPU 0/);
+  assert.match(rep, /\nstage: step \d+: forward of 1 tokens \(1 decode, 0 prefill\) on Simulated GPU 0; slots 0 \(request 1\)\n/);
   assert.match(rep, /\nno progress for: [\d.]+ s \(limit 2\.0 s\)/);
   assert.match(rep, /\nthreads:\n/);
   assert.match(rep, /\ndevices:\n  Simulated GPU 0/);

@@ -110,7 +110,7 @@ await check('SIGSEGV of the engine: crash report named in every in-flight stream
   assert.ok(fs.existsSync(file), `${file} exists`);
   const rep = fs.readFileSync(file, 'utf8');
   assert.match(rep, /^strata crash report\nsignal: SIGSEGV \(11\)/);
-  assert.match(rep, /\nstage: step \d+: forward over \d busy slots/);
+  assert.match(rep, /\nstage: step \d+: forward of \d+ tokens \(\d+ decode, \d+ prefill\) on Host CPU[^;]*; slots \d \(request \d+\)/);
   assert.match(rep, /\nbacktrace:\n/);
   assert.match(rep, /\nlast log lines:\n/);
   assert.ok(sdkChunks > 0, 'the SDK stream was running');
