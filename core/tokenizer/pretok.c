@@ -625,6 +625,61 @@ static const cp_range afmoe_cjk[] = {
     {0x1000, 0x109F}, {0xAA60, 0xAA7F}, {0xA9E0, 0xA9FF}, {0xAC00, 0xD7AF}, {0x1100, 0x11FF},
 };
 
+/* EXAONE-MoE: words run on through single spaces before letters:
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+ | \p{N}
+ *   | ?[^\s\p{L}\p{N}]+[\r\n/]? | \s*[\r\n] | \s+(?!\S) | \s+ */
+static size_t exaone_match(const scan *s, size_t pos) {
+    uint32_t c = s->cp[pos], f = s->fl[pos];
+    size_t k = contraction(s, pos, true);
+    if (k) return k;
+    bool lead = c != '\r' && c != '\n' && !(f & (F_L | F_N));
+    size_t q = (f & F_L) ? pos : (lead && (fl_at(s, pos + 1) & F_L)) ? pos + 1 : SIZE_MAX;
+    if (q != SIZE_MAX) {
+        size_t i = q + 1;
+        for (;;) {
+            if (fl_at(s, i) & (F_L | F_M))
+                i++;
+            else if (i < s->e && s->cp[i] == ' ' && (fl_at(s, i + 1) & F_L))
+                i += 2;
+            else
+                break;
+        }
+        return i - pos;
+    }
+    if (f & F_N) return 1;
+    uint32_t f2 = c == ' ' ? fl_at(s, pos + 1) : f;
+    if (f2 && !(f2 & (F_SP | F_L | F_N))) {
+        size_t i = pos + (c == ' ');
+        while (i < s->e && !(s->fl[i] & (F_SP | F_L | F_N))) i++;
+        if (i < s->e && (s->cp[i] == '\r' || s->cp[i] == '\n' || s->cp[i] == '/')) i++;
+        return i - pos;
+    }
+    size_t nws = 0, last_nl = 0;
+    while (fl_at(s, pos + nws) & F_SP) {
+        uint32_t w = s->cp[pos + nws];
+        if (w == '\r' || w == '\n') last_nl = pos + nws + 1;
+        nws++;
+    }
+    if (last_nl) return last_nl - pos;
+    if (nws > 1 && pos + nws < s->e) return nws - 1;
+    return nws;
+}
+
+static void split_exaone(scan *s) {
+    size_t pos = s->b;
+    while (pos < s->e) {
+        size_t k = exaone_match(s, pos);
+        if (k == 0) {
+            pos++;
+            continue;
+        }
+        emit(s, pos);
+        pos += k;
+        emit(s, pos);
+    }
+    emit(s, s->e);
+}
+
 typedef enum step_kind {
     STEP_GPT2,
     STEP_LLAMA3,
@@ -650,6 +705,7 @@ typedef enum step_kind {
     STEP_MINICPM5,
     STEP_AFMOE_DIGITS,
     STEP_AFMOE_CJK,
+    STEP_EXAONE,
     STEP_PUNCT_SYM,
     STEP_FALCON_PUNCT,
     STEP_ASCII_DIGIT3,
@@ -664,6 +720,7 @@ static void run_step(scan *s, step_kind k) {
     case STEP_SEED_CODER: split_llama3_family(s, 1, F_L, false); break;
     case STEP_MINICPM5: split_llama3_family(s, SIZE_MAX, F_L, true); break;
     case STEP_AFMOE_DIGITS: split_afmoe_digits(s); break;
+    case STEP_EXAONE: split_exaone(s); break;
     case STEP_AFMOE_CJK: split_ranges(s, afmoe_cjk, sizeof afmoe_cjk / sizeof afmoe_cjk[0]); break;
     case STEP_NEWLINES: split_newlines(s); break;
     case STEP_DS_LATIN: split_set(s, SET_LATIN, true, false); break;
@@ -705,6 +762,7 @@ static const step_kind steps_seed_coder[] = {STEP_SEED_CODER};
 static const step_kind steps_minicpm5[] = {STEP_DIGIT_GROUPS, STEP_MINICPM5};
 static const step_kind steps_afmoe[] = {STEP_AFMOE_DIGITS, STEP_AFMOE_CJK, STEP_DS3_MAIN};
 static const step_kind steps_laguna[] = {STEP_NEWLINE_RUNS, STEP_QWEN2};
+static const step_kind steps_exaone[] = {STEP_EXAONE};
 static const step_kind steps_default[] = {STEP_PUNCT_SYM, STEP_GPT2, STEP_NUMBERS, STEP_ASCII_DIGIT3};
 static const step_kind steps_falcon[] = {STEP_FALCON_PUNCT, STEP_GPT2, STEP_ASCII_DIGIT3};
 static const step_kind steps_starcoder[] = {STEP_NUMBER, STEP_GPT2};
@@ -735,6 +793,7 @@ static const pretok_def defs[ST_PRETOK_COUNT] = {
     [ST_PRETOK_MINICPM5] = DEF("minicpm5", steps_minicpm5),
     [ST_PRETOK_AFMOE] = DEF("afmoe", steps_afmoe),
     [ST_PRETOK_LAGUNA] = DEF("laguna", steps_laguna),
+    [ST_PRETOK_EXAONE_MOE] = DEF("exaone-moe", steps_exaone),
 };
 
 const char *st_pretok_name(st_pretok kind) {

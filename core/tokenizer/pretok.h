@@ -26,6 +26,7 @@ typedef enum st_pretok {
     ST_PRETOK_MINICPM5,       /* digit groups, then llama-3 rules with whole digit runs */
     ST_PRETOK_AFMOE,          /* AFMoE: digit groups from the right, CJK/SE-Asian runs, words */
     ST_PRETOK_LAGUNA,         /* newline runs, then qwen2 rules */
+    ST_PRETOK_EXAONE_MOE,     /* EXAONE-MoE: words continue through single spaces */
     ST_PRETOK_TEKKEN,         /* Mistral's tekken: gpt-4o words without contractions, \p{N} */
     ST_PRETOK_COUNT
 } st_pretok;

@@ -187,6 +187,7 @@ static const pre_alias pre_aliases[] = {
     {"minicpm5", ST_PRETOK_MINICPM5, PRE_IGNORE_MERGES},
     {"afmoe", ST_PRETOK_AFMOE, 0},
     {"laguna", ST_PRETOK_LAGUNA, 0},
+    {"exaone-moe", ST_PRETOK_EXAONE_MOE, 0},
     {"sarvam-moe", ST_PRETOK_NEWLINE_RUNS, PRE_RAW},
     {"tekken", ST_PRETOK_TEKKEN, PRE_IGNORE_MERGES | PRE_ADD_BOS},
 };

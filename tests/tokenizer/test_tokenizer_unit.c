@@ -168,6 +168,10 @@ static void test_pretok(void) {
     SPLIT(ST_PRETOK_DEEPSEEK3, "a \xcc\x81x", "a", " \xcc\x81x");
     SPLIT(ST_PRETOK_KIMI_K2, "ab\xe4\xb8\xad\xe6\x96\x87" "cd 1234", "ab", "\xe4\xb8\xad\xe6\x96\x87", "cd", " ", "123", "4");
     SPLIT(ST_PRETOK_NEWLINE_RUNS, "a b\n\nc\n", "a b", "\n\n", "c", "\n");
+    SPLIT(ST_PRETOK_EXAONE_MOE, "Hello big world, ok\n", "Hello big world", ",", " ok", "\n");
+    /* AFMoE: the text before a digit run joins its first group (visible with a format char) */
+    SPLIT(ST_PRETOK_AFMOE, "ab1234 x", "ab", "1", "234", " x");
+    SPLIT(ST_PRETOK_AFMOE, "\xe2\x80\x8b" "1234", "\xe2\x80\x8b" "1", "234");
     /* gpt-4o: non-ASCII letters count as upper and lower case */
     SPLIT(ST_PRETOK_GPT4O, "HelloWorld ABCdef \xc3\xa9" "A x'S 12345", "Hello", "World", " ABCdef", " \xc3\xa9", "A",
           " x'S", " ", "123", "45");

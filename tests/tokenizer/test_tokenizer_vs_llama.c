@@ -47,6 +47,7 @@ static const struct {
     {"llama-bpe", "minicpm5", NULL},
     {"deepseek-llm", "afmoe", NULL},
     {"qwen2", "laguna", NULL},
+    {"qwen2", "exaone-moe", NULL},
     {"gemma-4", "sarvam-moe", "gpt2"},
     {"gpt-2", "default", NULL},
     {"gpt-2", NULL, NULL}, /* no tokenizer.ggml.pre at all */
