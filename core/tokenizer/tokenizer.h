@@ -122,15 +122,20 @@ float st_tokenizer_token_score(const st_tokenizer *t, int32_t id);
 /* Id of the token whose vocabulary string is exactly text[0..len), or -1. */
 int32_t st_tokenizer_find(const st_tokenizer *t, const char *text, size_t len);
 
+/* SPM or BPE. */
 st_tokenizer_kind st_tokenizer_kind_of(const st_tokenizer *t);
 /* Pre-tokenizer name in use ("gpt-2", "llama3", ...; "" for SPM). Owned by t. */
 const char *st_tokenizer_pre_name(const st_tokenizer *t);
+/* Number of tokens; valid ids are 0 .. vocab_size - 1. */
 uint32_t st_tokenizer_vocab_size(const st_tokenizer *t);
-int32_t st_tokenizer_bos(const st_tokenizer *t); /* -1 when the model has none */
+/* Special ids (-1 when the model has none): beginning / end of sequence, end of turn (from
+ * the file, else found by name), unknown, padding. */
+int32_t st_tokenizer_bos(const st_tokenizer *t);
 int32_t st_tokenizer_eos(const st_tokenizer *t);
 int32_t st_tokenizer_eot(const st_tokenizer *t);
 int32_t st_tokenizer_unk(const st_tokenizer *t);
 int32_t st_tokenizer_pad(const st_tokenizer *t);
+/* Whether encoding with add_special puts BOS first / EOS last. */
 bool st_tokenizer_add_bos(const st_tokenizer *t);
 bool st_tokenizer_add_eos(const st_tokenizer *t);
 /* True when generating id ends the turn: EOS, EOT, EOM and the end tokens known by name
@@ -153,6 +158,7 @@ enum {
 /* New stream over t (which must outlive it), flags ST_DETOK_*. NULL when out of memory.
  * The caller frees it with st_detok_free. */
 st_detok *st_detok_new(const st_tokenizer *t, unsigned flags);
+/* Frees d (held bytes are dropped). NULL is ok. */
 void st_detok_free(st_detok *d);
 /* Forgets held bytes and starts over as if new. */
 void st_detok_reset(st_detok *d);
