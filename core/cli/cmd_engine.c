@@ -191,6 +191,7 @@ int st_cmd_engine(int argc, char **argv) {
     st_watchdog *wd = st_watchdog_start(stall, dir, describe_devices, &di);
     emit_ctx ecx = {fd, wd};
     uint64_t step = 0;
+    int status = 0;
     for (;;) {
         int busy = st_engine_busy(e);
         if (wd) st_watchdog_busy(wd, busy);
@@ -206,8 +207,8 @@ int st_cmd_engine(int argc, char **argv) {
              * front starts a fresh engine with a freshly opened device */
             elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
                  ST_ENGINE_EXIT_DEVICE);
-            st_watchdog_stop(wd);
-            return ST_ENGINE_EXIT_DEVICE;
+            status = ST_ENGINE_EXIT_DEVICE;
+            break;
         }
         if (wd) st_watchdog_progress(wd);
     }
@@ -219,5 +220,5 @@ int st_cmd_engine(int argc, char **argv) {
     st_model_desc_free(desc);
     st_gguf_close(g);
     st_backend_registry_close(reg);
-    return 0;
+    return status;
 }

@@ -90,8 +90,23 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     return 0;
 }
 
+/* Strings of config files: they live while the server runs, freed when it returns. */
+static char **g_owned;
+static int g_n_owned;
+
+static char *own(char *v) {
+    char **p = v ? realloc(g_owned, sizeof *g_owned * (size_t)(g_n_owned + 1)) : NULL;
+    if (!p) {
+        free(v);
+        return NULL;
+    }
+    g_owned = p;
+    g_owned[g_n_owned++] = v;
+    return v;
+}
+
 /* Options from a JSON file: keys are the long option names without dashes, values strings or
- * numbers. String values are duplicated and live as long as the process (they configure it). */
+ * numbers (copied; see own()). */
 static int load_config(const char *path, st_serve_config *c, engine_args *ea) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -121,17 +136,16 @@ static int load_config(const char *path, st_serve_config *c, engine_args *ea) {
     int rc = 0;
     cJSON_ArrayForEach(it, j) {
         char num[64], *v = NULL;
-        if (cJSON_IsString(it)) v = strdup(it->valuestring);
+        if (cJSON_IsString(it)) v = own(strdup(it->valuestring));
         else if (cJSON_IsNumber(it)) {
             snprintf(num, sizeof num, "%.17g", it->valuedouble);
-            v = strdup(num);
+            v = own(strdup(num));
         }
         int r = v ? set_opt(c, ea, it->string, v) : 1;
         if (r) {
             if (r > 0)
                 fprintf(stderr, "strata serve: --config %s: unknown key '%s' or not a string/number\n", path,
                         it->string);
-            free(v);
             rc = -1;
             break;
         }
@@ -190,5 +204,8 @@ int st_cmd_serve(int argc, char **argv) {
         c.model_path = demo;
         if (!c.model_id) c.model_id = "demo";
     }
-    return st_serve_run(&c);
+    int rc = st_serve_run(&c);
+    for (int i = 0; i < g_n_owned; i++) free(g_owned[i]);
+    free(g_owned);
+    return rc;
 }

@@ -120,6 +120,9 @@ static int spawn_engine(st_front *f) {
     for (int i = 0; f->cfg.engine_args && f->cfg.engine_args[i] && a < 62; i++) argv[a++] = f->cfg.engine_args[i];
     argv[a] = NULL;
     const char *exe = f->cfg.exe ? f->cfg.exe : "/proc/self/exe";
+    pthread_mutex_lock(&f->mu);
+    f->log_head = 0; /* "last log lines" are this engine's */
+    pthread_mutex_unlock(&f->mu);
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
