@@ -57,7 +57,7 @@ static float vsx_max_f32(const float *x, int64_t n) {
 
 /* e^t for t <= 0 (lanes above 0 work too, up to 88): t = n ln2 + r, |r| <= ln2/2, e^r by its
  * Taylor series to r^7 (truncation < 1e-8 relative), 2^n applied in two halves so results in
- * the subnormal range stay right. Lanes below -104 (and -inf) give exactly 0. */
+ * the subnormal range stay right. Lanes below -104 (and -inf) give exactly 0; NaN stays NaN. */
 static st_v4f vsx_exp_neg(st_v4f t) {
     const st_v4f log2e = vec_splats(1.44269504088896341f);
     const st_v4f ln2_hi = vec_splats(0.693145751953125f); /* few mantissa bits: n*ln2_hi is exact */
@@ -81,8 +81,8 @@ static st_v4f vsx_exp_neg(st_v4f t) {
     st_v4i bias = vec_splats(127);
     st_v4f p1 = (st_v4f)vec_sl(vec_add(n1, bias), vec_splats(23u));
     st_v4f p2 = (st_v4f)vec_sl(vec_add(n2, bias), vec_splats(23u));
-    st_v4f e = vec_mul(vec_mul(p, p1), p2);
-    return vec_sel(e, vec_splats(0.0f), tiny);
+    st_v4f e = vec_sel(vec_mul(vec_mul(p, p1), p2), vec_splats(0.0f), tiny);
+    return vec_sel(t, e, vec_cmpeq(t, t)); /* NaN lanes stay NaN */
 }
 
 static float vsx_exp_sum_f32(float *x, float m, int64_t n) {

@@ -44,11 +44,11 @@ static inline st_v4i vsx_scaled16(st_v16u q, const int8_t *y, int scale, st_v4i 
     return vec_add(acc, vec_mul(p, vec_splats(scale)));
 }
 
-/* sum_g m[g] * bsums[g] over the 16 groups of a Q8_K block (m as 16 shorts). */
-static inline int32_t vsx_bsum_dot(const int16_t *bsums, const int16_t m[16]) {
+/* sum_g m[g] * bsums[g] over the 16 groups of a Q8_K block (m as 16 shorts), as 4 int lanes
+ * (summed with the rest of the block, no horizontal sum per block). */
+static inline st_v4i vsx_bsum_dot(const int16_t *bsums, st_v8s m0, st_v8s m1) {
     st_v8s b0 = vec_xl(0, bsums), b1 = vec_xl(0, bsums + 8);
-    st_v8s m0 = vec_xl(0, m), m1 = vec_xl(0, m + 8);
-    return st_vsx_hsum_i(vec_msum(b1, m1, vec_msum(b0, m0, vec_splats(0))));
+    return vec_msum(b1, m1, vec_msum(b0, m0, vec_splats(0)));
 }
 
 static inline st_v16u vsx_bits(st_v16u v, unsigned shift, unsigned mask) {
@@ -82,13 +82,14 @@ static inline void vsx_k4_levels(const uint8_t *qs, const uint8_t *qh, st_v16u q
 /* Body shared by Q4_K (qh NULL) and Q5_K. */
 static inline void vsx_dot_k45(const uint8_t *qs, const uint8_t *qh, const uint8_t *scales, float dw,
                                float dminw, int64_t b, const void *vx, size_t xs, int nr, st_v4f *acc,
-                               float *accm) {
+                               st_v4f *accm) {
     st_v16u q[4][4];
     vsx_k4_levels(qs, qh, q);
     uint8_t sc[8], mn[8];
     st_cpu_k4_scales(scales, sc, mn);
     int16_t m16[16];
     for (int g = 0; g < 16; g++) m16[g] = mn[g / 2];
+    st_v8s m0 = vec_xl(0, m16), m1 = vec_xl(0, m16 + 8);
     for (int j = 0; j < nr; j++) {
         const st_block_q8_K *y = ST_VSX_ROWK(vx, xs, j, b);
         st_v4i isum = vec_splats(0);
@@ -102,36 +103,28 @@ static inline void vsx_dot_k45(const uint8_t *qs, const uint8_t *qh, const uint8
                                          vec_mul(p1, vec_splats((int)sc[2 * c + 1]))));
         }
         acc[j] = vec_madd(vec_ctf(isum, 0), vec_splats(y->d * dw), acc[j]);
-        accm[j] += y->d * dminw * (float)vsx_bsum_dot(y->bsums, m16);
+        accm[j] = vec_madd(vec_ctf(vsx_bsum_dot(y->bsums, m0, m1), 0), vec_splats(y->d * dminw), accm[j]);
     }
 }
 
 static void vsx_vec_dot_q4_k(int64_t k, const void *vw, const void *vx, size_t xs, int nr, float *s) {
     const st_block_q4_K *w = vw;
-    st_v4f acc[ST_CPU_MAX_NR];
-    float accm[ST_CPU_MAX_NR];
-    for (int j = 0; j < nr; j++) {
-        acc[j] = vec_splats(0.0f);
-        accm[j] = 0.0f;
-    }
+    st_v4f acc[ST_CPU_MAX_NR], accm[ST_CPU_MAX_NR];
+    for (int j = 0; j < nr; j++) acc[j] = accm[j] = vec_splats(0.0f);
     for (int64_t b = 0; b < k / ST_QK_K; b++)
-        vsx_dot_k45(w[b].qs, NULL, w[b].scales, st_cpu_h2f(w[b].d), st_cpu_h2f(w[b].dmin), b, vx, xs, nr, acc,
+        vsx_dot_k45(w[b].qs, NULL, w[b].scales, st_vsx_h2f(w[b].d), st_vsx_h2f(w[b].dmin), b, vx, xs, nr, acc,
                     accm);
-    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]) - accm[j];
+    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(vec_sub(acc[j], accm[j]));
 }
 
 static void vsx_vec_dot_q5_k(int64_t k, const void *vw, const void *vx, size_t xs, int nr, float *s) {
     const st_block_q5_K *w = vw;
-    st_v4f acc[ST_CPU_MAX_NR];
-    float accm[ST_CPU_MAX_NR];
-    for (int j = 0; j < nr; j++) {
-        acc[j] = vec_splats(0.0f);
-        accm[j] = 0.0f;
-    }
+    st_v4f acc[ST_CPU_MAX_NR], accm[ST_CPU_MAX_NR];
+    for (int j = 0; j < nr; j++) acc[j] = accm[j] = vec_splats(0.0f);
     for (int64_t b = 0; b < k / ST_QK_K; b++)
-        vsx_dot_k45(w[b].qs, w[b].qh, w[b].scales, st_cpu_h2f(w[b].d), st_cpu_h2f(w[b].dmin), b, vx, xs, nr,
+        vsx_dot_k45(w[b].qs, w[b].qh, w[b].scales, st_vsx_h2f(w[b].d), st_vsx_h2f(w[b].dmin), b, vx, xs, nr,
                     acc, accm);
-    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]) - accm[j];
+    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(vec_sub(acc[j], accm[j]));
 }
 
 /* ---- Q6_K: 16 sub-blocks of 16, signed 8-bit scales, levels 0..63 with offset 32 ---------- */
@@ -161,13 +154,14 @@ static void vsx_vec_dot_q6_k(int64_t k, const void *vw, const void *vx, size_t x
         }
         int16_t sc32[16]; /* 32 * scale: the offset term through bsums */
         for (int g = 0; g < 16; g++) sc32[g] = (int16_t)(32 * w[b].scales[g]);
-        float dw = st_cpu_h2f(w[b].d);
+        st_v8s o0 = vec_xl(0, sc32), o1 = vec_xl(0, sc32 + 8);
+        float dw = st_vsx_h2f(w[b].d);
         for (int j = 0; j < nr; j++) {
             const st_block_q8_K *y = ST_VSX_ROWK(vx, xs, j, b);
             st_v4i isum = vec_splats(0);
             for (int g = 0; g < 16; g++) isum = vsx_scaled16(q[g], y->qs + 16 * g, w[b].scales[g], isum);
-            st_v4i off = {vsx_bsum_dot(y->bsums, sc32), 0, 0, 0};
-            acc[j] = vec_madd(vec_ctf(vec_sub(isum, off), 0), vec_splats(y->d * dw), acc[j]);
+            isum = vec_sub(isum, vsx_bsum_dot(y->bsums, o0, o1));
+            acc[j] = vec_madd(vec_ctf(isum, 0), vec_splats(y->d * dw), acc[j]);
         }
     }
     for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]);
@@ -177,12 +171,8 @@ static void vsx_vec_dot_q6_k(int64_t k, const void *vw, const void *vx, size_t x
 
 static void vsx_vec_dot_q2_k(int64_t k, const void *vw, const void *vx, size_t xs, int nr, float *s) {
     const st_block_q2_K *w = vw;
-    st_v4f acc[ST_CPU_MAX_NR];
-    float accm[ST_CPU_MAX_NR];
-    for (int j = 0; j < nr; j++) {
-        acc[j] = vec_splats(0.0f);
-        accm[j] = 0.0f;
-    }
+    st_v4f acc[ST_CPU_MAX_NR], accm[ST_CPU_MAX_NR];
+    for (int j = 0; j < nr; j++) acc[j] = accm[j] = vec_splats(0.0f);
     for (int64_t b = 0; b < k / ST_QK_K; b++) {
         /* group g = 8n + 2j + h holds (qs[32n + 16h + l] >> 2j) & 3, elements 16g.. */
         st_v16u q[16];
@@ -195,16 +185,17 @@ static void vsx_vec_dot_q2_k(int64_t k, const void *vw, const void *vx, size_t x
         }
         int16_t m16[16];
         for (int g = 0; g < 16; g++) m16[g] = (int16_t)(w[b].scales[g] >> 4);
-        float dw = st_cpu_h2f(w[b].d), dminw = st_cpu_h2f(w[b].dmin);
+        st_v8s m0 = vec_xl(0, m16), m1 = vec_xl(0, m16 + 8);
+        float dw = st_vsx_h2f(w[b].d), dminw = st_vsx_h2f(w[b].dmin);
         for (int j = 0; j < nr; j++) {
             const st_block_q8_K *y = ST_VSX_ROWK(vx, xs, j, b);
             st_v4i isum = vec_splats(0);
             for (int g = 0; g < 16; g++) isum = vsx_scaled16(q[g], y->qs + 16 * g, w[b].scales[g] & 0xf, isum);
             acc[j] = vec_madd(vec_ctf(isum, 0), vec_splats(y->d * dw), acc[j]);
-            accm[j] += y->d * dminw * (float)vsx_bsum_dot(y->bsums, m16);
+            accm[j] = vec_madd(vec_ctf(vsx_bsum_dot(y->bsums, m0, m1), 0), vec_splats(y->d * dminw), accm[j]);
         }
     }
-    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]) - accm[j];
+    for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(vec_sub(acc[j], accm[j]));
 }
 
 /* ---- Q3_K: 16 sub-blocks of 16, 2 low bits + a high bit (clear = -4), 6-bit signed scales -- */
@@ -231,13 +222,14 @@ static void vsx_vec_dot_q3_k(int64_t k, const void *vw, const void *vx, size_t x
         st_cpu_q3k_scales(w[b].scales, sc);
         int16_t sc4[16];
         for (int g = 0; g < 16; g++) sc4[g] = (int16_t)(4 * sc[g]);
-        float dw = st_cpu_h2f(w[b].d);
+        st_v8s o0 = vec_xl(0, sc4), o1 = vec_xl(0, sc4 + 8);
+        float dw = st_vsx_h2f(w[b].d);
         for (int j = 0; j < nr; j++) {
             const st_block_q8_K *y = ST_VSX_ROWK(vx, xs, j, b);
             st_v4i isum = vec_splats(0);
             for (int g = 0; g < 16; g++) isum = vsx_scaled16(q[g], y->qs + 16 * g, sc[g], isum);
-            st_v4i off = {vsx_bsum_dot(y->bsums, sc4), 0, 0, 0};
-            acc[j] = vec_madd(vec_ctf(vec_sub(isum, off), 0), vec_splats(y->d * dw), acc[j]);
+            isum = vec_sub(isum, vsx_bsum_dot(y->bsums, o0, o1));
+            acc[j] = vec_madd(vec_ctf(isum, 0), vec_splats(y->d * dw), acc[j]);
         }
     }
     for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]);
@@ -260,7 +252,7 @@ static void vsx_vec_dot_iq4_xs(int64_t k, const void *vw, const void *vx, size_t
             lv[ib][1] = vec_perm(tbl, tbl, vec_sr(qv, four));
             ls[ib] = st_cpu_iq4xs_scale(&w[b], ib) - 32;
         }
-        float dw = st_cpu_h2f(w[b].d);
+        float dw = st_vsx_h2f(w[b].d);
         for (int j = 0; j < nr; j++) {
             const st_block_q8_K *y = ST_VSX_ROWK(vx, xs, j, b);
             st_v4i isum = vec_splats(0);

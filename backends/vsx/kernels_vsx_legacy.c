@@ -55,18 +55,6 @@ static void vsx_q8_1_from_float(const float *x, void *vy, int64_t k) {
 
 /* ---- weight decoding ------------------------------------------------------------------ */
 
-/* Bit i of a byte -> 0x10 in byte i of a 64-bit word: the fifth bit of Q5 levels, 8 at a time. */
-static uint64_t g_q5_bits[256];
-
-static void vsx_q5_bits_init(void) {
-    for (int v = 0; v < 256; v++) {
-        uint64_t w = 0;
-        for (int i = 0; i < 8; i++)
-            if (v & (1 << i)) w |= (uint64_t)0x10 << (8 * i);
-        g_q5_bits[v] = w;
-    }
-}
-
 /* Elements 0..15 (lo) and 16..31 (hi) of a 4-bit block as unsigned levels 0..15. */
 static inline void vsx_nibbles(const uint8_t *qs, st_v16u *lo, st_v16u *hi) {
     st_v16u q = st_vsx_load_u8(qs);
@@ -74,12 +62,19 @@ static inline void vsx_nibbles(const uint8_t *qs, st_v16u *lo, st_v16u *hi) {
     *hi = vec_sr(q, vec_splats((unsigned char)4));
 }
 
-/* Add the fifth bits (qh, 32 bits little-endian) to 4-bit levels: 0..31. */
+/* Add the fifth bits (qh, 32 bits little-endian: bit j belongs to element j) to 4-bit levels,
+ * giving 0..31: byte j of a vector picks qh byte j/8, keeps bit j%8 and turns it into 0x10. */
 static inline void vsx_add_q5_bits(const uint8_t qh[4], st_v16u *lo, st_v16u *hi) {
-    __vector unsigned long long l = {g_q5_bits[qh[0]], g_q5_bits[qh[1]]};
-    __vector unsigned long long h = {g_q5_bits[qh[2]], g_q5_bits[qh[3]]};
-    *lo = vec_or(*lo, (st_v16u)l);
-    *hi = vec_or(*hi, (st_v16u)h);
+    static const unsigned char pick_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const unsigned char pick_hi[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+    static const unsigned char bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint32_t h;
+    memcpy(&h, qh, sizeof h);
+    st_v16u hv = (st_v16u)vec_splats(h);
+    st_v16u b = vec_xl(0, bit), ten = vec_splats((unsigned char)0x10);
+    st_v16u l = vec_perm(hv, hv, vec_xl(0, pick_lo)), u = vec_perm(hv, hv, vec_xl(0, pick_hi));
+    *lo = vec_or(*lo, vec_and((st_v16u)vec_cmpeq(vec_and(l, b), b), ten));
+    *hi = vec_or(*hi, vec_and((st_v16u)vec_cmpeq(vec_and(u, b), b), ten));
 }
 
 /* sum of 32 activation levels (2 vectors), as 4 int lanes added to acc */
@@ -109,11 +104,11 @@ static inline st_v4i vsx_dot_u_off(st_v16u lo, st_v16u hi, const int8_t *y, int 
         for (int64_t b = 0; b < k / (QK); b++) {                                                      \
             st_v16u lo, hi;                                                                           \
             DECODE;                                                                                   \
-            float dw = st_cpu_h2f(w[b].d);                                                            \
+            float dw = st_vsx_h2f(w[b].d);                                                            \
             for (int j = 0; j < nr; j++) {                                                            \
                 const st_block_q8_0 *y = (const st_block_q8_0 *)ST_VSX_ROW(vx, xs, j) + b;            \
                 st_v4i p = vsx_dot_u_off(lo, hi, y->qs, OFF);                                         \
-                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_cpu_h2f(y->d)), acc[j]);          \
+                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_vsx_h2f(y->d)), acc[j]);          \
             }                                                                                         \
         }                                                                                             \
         for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]);                                      \
@@ -137,12 +132,12 @@ ST_VSX_DOT_SYM(vsx_vec_dot_q5_0, st_block_q5_0, ST_QK5_0,
         for (int64_t b = 0; b < k / (QK); b++) {                                                      \
             st_v16u lo, hi;                                                                           \
             DECODE;                                                                                   \
-            float dw = st_cpu_h2f(w[b].d), mw = st_cpu_h2f(w[b].m);                                   \
+            float dw = st_vsx_h2f(w[b].d), mw = st_vsx_h2f(w[b].m);                                   \
             for (int j = 0; j < nr; j++) {                                                            \
                 const st_block_q8_1 *y = (const st_block_q8_1 *)ST_VSX_ROW(vx, xs, j) + b;            \
                 st_v4i p = vsx_dot_u_off(lo, hi, y->qs, 0);                                           \
-                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_cpu_h2f(y->d)), acc[j]);          \
-                accm[j] += mw * st_cpu_h2f(y->s);                                                     \
+                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_vsx_h2f(y->d)), acc[j]);          \
+                accm[j] += mw * st_vsx_h2f(y->s);                                                     \
             }                                                                                         \
         }                                                                                             \
         for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]) + accm[j];                            \
@@ -162,12 +157,12 @@ ST_VSX_DOT_AFF(vsx_vec_dot_q5_1, st_block_q5_1, ST_QK5_1,
         for (int64_t b = 0; b < k / (QK); b++) {                                                      \
             st_v16s w0, w1;                                                                           \
             DECODE;                                                                                   \
-            float dw = st_cpu_h2f(w[b].d);                                                            \
+            float dw = st_vsx_h2f(w[b].d);                                                            \
             for (int j = 0; j < nr; j++) {                                                            \
                 const st_block_q8_0 *y = (const st_block_q8_0 *)ST_VSX_ROW(vx, xs, j) + b;            \
                 st_v4i p = st_vsx_dot_s8s8(w0, st_vsx_load_s8(y->qs), vec_splats(0));                \
                 p = st_vsx_dot_s8s8(w1, st_vsx_load_s8(y->qs + 16), p);                               \
-                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_cpu_h2f(y->d)), acc[j]);          \
+                acc[j] = vec_madd(vec_ctf(p, 0), vec_splats(dw * st_vsx_h2f(y->d)), acc[j]);          \
             }                                                                                         \
         }                                                                                             \
         for (int j = 0; j < nr; j++) s[j] = st_vsx_hsum(acc[j]);                                      \
@@ -196,7 +191,6 @@ static void set_slot(st_cpu_kernels *k, uint32_t type, uint32_t vec_type, st_cpu
 }
 
 void st_vsx_fill_legacy(st_cpu_kernels *k) {
-    vsx_q5_bits_init();
     set_slot(k, ST_TYPE_Q4_0, ST_TYPE_Q8_0, vsx_q8_0_from_float, vsx_vec_dot_q4_0);
     set_slot(k, ST_TYPE_Q5_0, ST_TYPE_Q8_0, vsx_q8_0_from_float, vsx_vec_dot_q5_0);
     set_slot(k, ST_TYPE_Q8_0, ST_TYPE_Q8_0, vsx_q8_0_from_float, vsx_vec_dot_q8_0);

@@ -192,10 +192,11 @@ static void test_float_helpers(const st_cpu_kernels *sv, const st_cpu_kernels *v
         if (n > 2) CHECK(y1[1] == 0.0f, "exp_sum_f32: exp(-inf) = %g, want 0", y1[1]);
         free(a), free(b), free(y1), free(y2);
     }
-    float t[8] = {0.0f, -80.0f, -87.0f, -95.0f, -103.0f, -105.0f, -200.0f, 1.0f};
-    float u[8];
+    float t[9] = {0.0f, -80.0f, -87.0f, -95.0f, -103.0f, -105.0f, -200.0f, 1.0f, NAN};
+    float u[9];
     memcpy(u, t, sizeof t);
-    vv->exp_sum_f32(u, 0.0f, 8);
+    vv->exp_sum_f32(u, 0.0f, 9);
+    CHECK(isnan(u[8]), "exp(NaN) = %g, want NaN", u[8]);
     for (int i = 0; i < 8; i++) {
         double e = exp((double)t[i]);
         CHECK(fabs(u[i] - e) <= 4.0 * 1.2e-7 * e + 1.5e-45, "exp(%g) = %.9g, want %.9g", t[i], u[i], e);
