@@ -86,6 +86,14 @@ static st_status cpu_device_props(uint32_t index, st_device_props *out) {
     p.mem_total = phys_bytes();
     p.mem_free = avail_bytes();
     p.mem_used_self = 0;
+    pthread_mutex_lock(&g_open_mu);
+    for (int i = 0; i < ST_CPU_MAX_OPEN; i++)
+        if (g_open[i]) {
+            pthread_mutex_lock(&g_open[i]->mem.mu);
+            p.mem_used_self += g_open[i]->mem.used;
+            pthread_mutex_unlock(&g_open[i]->mem.mu);
+        }
+    pthread_mutex_unlock(&g_open_mu);
     p.max_alloc = p.mem_total;
     p.caps = ST_CAP_UNIFIED | ST_CAP_F16 | ST_CAP_BF16;
     p.n_cores = (uint32_t)online_cores();

@@ -73,6 +73,56 @@ int main(int argc, char **argv) {
         }
         free(w);
     }
+    /* MoE decode: 64 expert slots of [512][1024] Q4_K (the bench-moe-1.5g FFN), 8 experts per
+     * token; bytes = the distinct experts touched. Also the per-call cost of a tiny matmul. */
+    {
+        const int64_t E = 64, EM = 512, EK = 1024;
+        size_t rs = st_row_size(ST_TYPE_Q4_K, EK);
+        uint8_t *w = malloc(rs * (size_t)(E * EM));
+        for (int64_t r = 0; r < E * EM; r++) {
+            ct_fill(row, EK, 1.0f);
+            st_quantize_row(ST_TYPE_Q4_K, row, w + rs * (size_t)r, EK);
+        }
+        int32_t table[64], expert[64], xrow[64];
+        for (int i = 0; i < 64; i++) table[i] = i;
+        float *mo = malloc(sizeof(float) * (size_t)(64 * EM));
+        for (int tok = 1; tok <= 4; tok *= 2) {
+            int na = 8 * tok;
+            for (int i = 0; i < na; i++) {
+                expert[i] = (int32_t)(ct_rand_u32() % E);
+                xrow[i] = i / 8;
+            }
+            int touched = 0;
+            for (int e = 0; e < E; e++)
+                for (int i = 0; i < na; i++)
+                    if (expert[i] == e) {
+                        touched++;
+                        break;
+                    }
+            st_moe_matmul_args a = {.size = sizeof a, .n_assign = na};
+            a.w = ct_tensor(w, ST_TYPE_Q4_K, EK, EM, E);
+            a.x = ct_tensor(x, ST_TYPE_F32, EK, tok, 1);
+            a.out = ct_tensor(mo, ST_TYPE_F32, EM, na, 1);
+            a.slot_table = table;
+            a.expert = expert;
+            a.x_row = xrow;
+            api->ops->moe_matmul(s, &a);
+            double t0 = now_s();
+            for (int it = 0; it < iters; it++) api->ops->moe_matmul(s, &a);
+            double dt = (now_s() - t0) / iters;
+            printf("MoE Q4_K %d tok x 8 experts (%d distinct)  %8.1f us  %6.2f GB/s\n", tok, touched, dt * 1e6,
+                   (double)rs * (double)EM * touched / dt / 1e9);
+        }
+        st_matmul_args a = {.size = sizeof a};
+        a.w = ct_tensor(w, ST_TYPE_Q4_K, EK, 16, 1);
+        a.x = ct_tensor(x, ST_TYPE_F32, EK, 1, 1);
+        a.out = ct_tensor(mo, ST_TYPE_F32, 16, 1, 1);
+        double t0 = now_s();
+        for (int it = 0; it < iters * 10; it++) api->ops->matmul(s, &a);
+        printf("tiny matmul [16][1024] Q4_K: %.2f us per call\n", (now_s() - t0) / (iters * 10) * 1e6);
+        free(mo);
+        free(w);
+    }
     api->stream_destroy(s);
     api->device_close(dev);
     api->shutdown();

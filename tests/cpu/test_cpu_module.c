@@ -196,6 +196,12 @@ static void test_matmul(void) {
     ST_CHECK(strstr(api->last_error(), "matmul") != NULL);
     a.x = ct_tensor(x, ST_TYPE_I32, 32, 1, 1);
     ST_CHECK(api->ops->matmul(stream, &a) == ST_INVALID);
+    /* an empty batch is fine and writes nothing */
+    a.x = ct_tensor(x, ST_TYPE_F32, 32, 0, 1);
+    a.out = ct_tensor(o, ST_TYPE_F32, 8, 0, 1);
+    o[0] = 42.0f;
+    ST_CHECK(api->ops->matmul(stream, &a) == ST_OK);
+    ST_CHECK(o[0] == 42.0f);
 }
 
 /* ---------------------------------------------------------------- MOE_MATMUL */
@@ -254,6 +260,15 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
         ST_CHECK(api->ops->moe_matmul(stream_alt, &c) == ST_OK);
         ST_CHECK(memcmp(out2, out, sizeof(float) * (size_t)(M * n_assign)) == 0);
         free(out2);
+    }
+    /* every expert elsewhere: nothing computed, nothing written */
+    {
+        int32_t none[6] = {-1, -1, -1, -1, -1, -1};
+        st_moe_matmul_args c = a;
+        c.slot_table = none;
+        out[0] = 99.0f;
+        ST_CHECK(api->ops->moe_matmul(stream, &c) == ST_OK);
+        ST_CHECK(out[0] == 99.0f);
     }
     /* a slot outside the weights is refused */
     slot_table[1] = 9;
@@ -527,6 +542,14 @@ static void test_kv_attention(void) {
                     a.out.data = o2;
                     ST_CHECK(st_ref_attention(&a) == ST_OK);
                     compare_act("attention", qt, o1, o2, n * nh * dv, 1e-10);
+                    /* a kv_len past max_pos, and a cell outside the cache, are refused */
+                    int32_t bad_len[4] = {25, 1, 13, 0};
+                    st_attention_args e = a;
+                    e.kv_len = bad_len;
+                    ST_CHECK(api->ops->attention(stream, &e) == ST_INVALID);
+                    table[5] = (int32_t)n_cells;
+                    ST_CHECK(api->ops->attention(stream, &a) == ST_INVALID);
+                    table[5] = (int32_t)((5 * 7 + 3) % n_cells);
                 }
                 free(q);
                 free(o1);
@@ -620,6 +643,8 @@ int main(int argc, char **argv) {
     void *p = NULL;
     ST_CHECK(api->mem_alloc(dev, 1 << 20, &p) == ST_OK && p != NULL);
     if (p) memset(p, 1, 1 << 20);
+    st_device_props props = {.size = sizeof props};
+    ST_CHECK(api->device_props(0, &props) == ST_OK && props.mem_used_self >= (1u << 20));
     ST_CHECK(api->mem_free(dev, p) == ST_OK);
     uint64_t fr = 0, tot = 0;
     ST_CHECK(api->mem_info(dev, &fr, &tot) == ST_OK && tot > 0 && fr <= tot);
