@@ -1,0 +1,74 @@
+/* Unit test of the chat templates (core/server/chat.c): rendering of each family against the
+ * published formats, detection from GGUF Jinja texts, names and stop strings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/chat.h"
+
+static int fails;
+
+static void expect_render(st_chat_template t, const char *want) {
+    const st_chat_message m[] = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Why?"}};
+    char *got = st_chat_render(t, m, 4);
+    if (!got || strcmp(got, want)) {
+        fprintf(stderr, "template %s:\n got: [%s]\nwant: [%s]\n", st_chat_template_name(t), got ? got : "(null)", want);
+        fails++;
+    }
+    free(got);
+}
+
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+            fails++;                                                              \
+        }                                                                         \
+    } while (0)
+
+int main(void) {
+    expect_render(ST_CHAT_CHATML, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                                  "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n"
+                                  "<|im_start|>assistant\n");
+    expect_render(ST_CHAT_LLAMA3, "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                                  "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                                  "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
+                                  "<|start_header_id|>user<|end_header_id|>\n\nWhy?<|eot_id|>"
+                                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    expect_render(ST_CHAT_MISTRAL, "[INST] Be brief.\n\nHi [/INST]Hello.</s>[INST] Why? [/INST]");
+    expect_render(ST_CHAT_DEEPSEEK, "Be brief.<\xef\xbd\x9cUser\xef\xbd\x9c>Hi<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hello."
+                                    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+                                    "<\xef\xbd\x9cUser\xef\xbd\x9c>Why?<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
+    expect_render(ST_CHAT_TULU, "<|system|>\nBe brief.\n<|user|>\nHi\n<|assistant|>\nHello.<|endoftext|>\n"
+                                "<|user|>\nWhy?\n<|assistant|>\n");
+    expect_render(ST_CHAT_PLAIN, "System: Be brief.\nUser: Hi\nAssistant: Hello.\nUser: Why?\nAssistant:");
+
+    int rec;
+    CHECK(st_chat_template_detect("{% for m in messages %}<|im_start|>{{m.role}}", 0, &rec) == ST_CHAT_CHATML && rec);
+    CHECK(st_chat_template_detect("{{ '<|start_header_id|>' + m['role'] }}", 0, &rec) == ST_CHAT_LLAMA3 && rec);
+    CHECK(st_chat_template_detect("{{'<\xef\xbd\x9cUser\xef\xbd\x9c>' + c}}", 0, &rec) == ST_CHAT_DEEPSEEK && rec);
+    CHECK(st_chat_template_detect("{{ '[INST] ' + m['content'] }}", 0, &rec) == ST_CHAT_MISTRAL && rec);
+    CHECK(st_chat_template_detect("{{ '<|user|>\n' + m['content'] }}", 0, &rec) == ST_CHAT_TULU && rec);
+    CHECK(st_chat_template_detect("{{ something else }}", 0, &rec) == ST_CHAT_PLAIN && !rec);
+    CHECK(st_chat_template_detect(NULL, 1, &rec) == ST_CHAT_CHATML && !rec);
+    CHECK(st_chat_template_detect(NULL, 0, &rec) == ST_CHAT_PLAIN && !rec);
+
+    CHECK(st_chat_template_from_name("qwen") == ST_CHAT_CHATML);
+    CHECK(st_chat_template_from_name("olmoe") == ST_CHAT_TULU);
+    CHECK(st_chat_template_from_name("llama3") == ST_CHAT_LLAMA3);
+    CHECK(st_chat_template_from_name("nope") == -1);
+    for (int t = 0; t < ST_CHAT_COUNT; t++)
+        CHECK(st_chat_template_from_name(st_chat_template_name((st_chat_template)t)) == t);
+    CHECK(!strcmp(st_chat_stop_strings(ST_CHAT_CHATML)[0], "<|im_end|>"));
+    CHECK(!strcmp(st_chat_stop_strings(ST_CHAT_LLAMA3)[0], "<|eot_id|>"));
+    CHECK(st_chat_stop_strings(ST_CHAT_MISTRAL)[0] == NULL);
+
+    /* a message without content renders as empty, never crashes */
+    const st_chat_message e[] = {{"user", ""}};
+    char *s = st_chat_render(ST_CHAT_CHATML, e, 1);
+    CHECK(s && !strcmp(s, "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"));
+    free(s);
+    if (fails) fprintf(stderr, "%d checks failed\n", fails);
+    else printf("all checks passed\n");
+    return fails ? 1 : 0;
+}
