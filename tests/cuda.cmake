@@ -26,3 +26,7 @@ if(TARGET strata-cuda AND TARGET st_conformance)
   add_test(NAME cuda_conformance COMMAND test_cuda_conformance $<TARGET_FILE:strata-cuda>)
   set_tests_properties(cuda_conformance PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
+if(TARGET test_cuda_ops)
+  # The same op cases with core/ref standing in for the device: every comparison must be exact.
+  add_test(NAME cuda_ops_harness_ref COMMAND test_cuda_ops --ref)
+endif()
