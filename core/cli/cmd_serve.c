@@ -48,7 +48,7 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     else if (!strcmp(k, "alias")) c->model_id = v;
     else if (!strcmp(k, "report-dir")) c->report_dir = v;
     else if (!strcmp(k, "port")) {
-        if (num_opt("--port", v, 0, 65535, &x)) return -1;
+        if (num_opt("--port", v, 1, 65535, &x)) return -1;
         c->port = (int)x;
     } else if (!strcmp(k, "parallel") || !strcmp(k, "np")) {
         if (num_opt("--parallel", v, 1, 256, &x)) return -1;
@@ -71,22 +71,19 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     } else if (!strcmp(k, "queue")) {
         if (num_opt("--queue", v, 1, 1 << 20, &x)) return -1;
         c->queue_max = (int)x;
-    } else if (!strcmp(k, "threads") || !strcmp(k, "backend") || !strcmp(k, "device") || !strcmp(k, "kv-type")) {
-        static char names[4][16];
-        static const char *const keys[4] = {"threads", "backend", "device", "kv-type"};
+    } else {
+        /* passed through to the engine; given again, the last one counts */
+        static const char *const pass[] = {"--threads", "--backend", "--device", "--kv-type", NULL};
         int i = 0;
-        while (strcmp(keys[i], k)) i++;
-        snprintf(names[i], sizeof names[i], "--%s", k);
-        int at = -1;
-        for (int j = 0; j < ea->n; j += 2)
-            if (!strcmp(ea->v[j], names[i])) at = j; /* given again: the last one counts */
-        if (at < 0) {
-            at = ea->n;
-            ea->n += 2;
-        }
-        ea->v[at] = names[i];
+        while (pass[i] && strcmp(pass[i] + 2, k)) i++;
+        if (!pass[i]) return 1;
+        int at = 0;
+        while (at < ea->n && ea->v[at] != pass[i]) at += 2;
+        if (at == ea->n) ea->n += 2;
+        ea->v[at] = pass[i];
         ea->v[at + 1] = v;
-    } else return 1;
+        return 0;
+    }
     return 0;
 }
 
