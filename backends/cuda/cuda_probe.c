@@ -291,9 +291,12 @@ static void ensure_probed(void) {
 st_status st_cuda_device_props(uint32_t index, st_device_props *out) {
     if (!out) return st_mod_fail(ST_INVALID, "cuda device_props: NULL output");
     ensure_probed();
-    if (index >= g_n_dev)
-        return st_mod_fail(ST_INVALID, "cuda device_props: device %u of %u", index, g_n_dev);
-    st_device_props p = g_props[index];
+    pthread_mutex_lock(&g_probe_mu);
+    uint32_t n_dev = g_n_dev;
+    st_device_props p;
+    if (index < n_dev) p = g_props[index];
+    pthread_mutex_unlock(&g_probe_mu);
+    if (index >= n_dev) return st_mod_fail(ST_INVALID, "cuda device_props: device %u of %u", index, n_dev);
     p.mem_used_self = st_cuda_used_bytes(index);
     uint32_t n = out->size && out->size < sizeof p ? out->size : (uint32_t)sizeof p;
     memcpy(out, &p, n);
@@ -303,7 +306,10 @@ st_status st_cuda_device_props(uint32_t index, st_device_props *out) {
 
 uint64_t st_cuda_domain_of(uint32_t index) {
     ensure_probed();
-    return index < g_n_dev ? g_props[index].domain : 0;
+    pthread_mutex_lock(&g_probe_mu);
+    uint64_t d = index < g_n_dev ? g_props[index].domain : 0;
+    pthread_mutex_unlock(&g_probe_mu);
+    return d;
 }
 
 void st_cuda_probe_reset(void) {
@@ -331,7 +337,10 @@ static int is_act_type(uint32_t t) {
 
 int st_cuda_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     ensure_probed();
-    if (index >= g_n_dev || !g_props[index].usable) return 0;
+    pthread_mutex_lock(&g_probe_mu);
+    int usable = index < g_n_dev && g_props[index].usable;
+    pthread_mutex_unlock(&g_probe_mu);
+    if (!usable) return 0;
     switch (op) {
     case ST_OP_GET_ROWS: case ST_OP_MATMUL: case ST_OP_MOE_MATMUL:
         return is_weight_type(wtype);
