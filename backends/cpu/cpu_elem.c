@@ -93,7 +93,7 @@ static void swiglu_row(const void *va, int64_t r, float *g) {
     float *u = g + F + 16;
     st_cpu_load_to(a->gate.type, st_cpu_row(&a->gate, r), g, F);
     const float *up = st_cpu_load(a->up.type, st_cpu_row(&a->up, r), u, F);
-    for (int64_t i = 0; i < F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * up[i];
+    st_cpu_k.silu_mul_f32(g, up, F);
     st_cpu_store(a->out.type, g, st_cpu_row(&a->out, r), F);
 }
 

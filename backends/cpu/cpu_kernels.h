@@ -85,6 +85,10 @@ typedef struct st_cpu_kernels {
     void (*f32_to_f16)(const float *x, uint16_t *y, int64_t n); /* round to nearest even */
     void (*bf16_to_f32)(const uint16_t *x, float *y, int64_t n);
     void (*f32_to_bf16)(const float *x, uint16_t *y, int64_t n); /* round to nearest even */
+
+    /* ---- appended slots (st_cpu_kernels_scalar fills them, so older ISA tables keep working) ---- */
+    /* g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] (SWIGLU) */
+    void (*silu_mul_f32)(float *g, const float *u, int64_t n);
 } st_cpu_kernels;
 
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls

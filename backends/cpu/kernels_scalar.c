@@ -391,6 +391,10 @@ static float sc_exp_sum_f32(float *x, float m, int64_t n) {
     return s;
 }
 
+static void sc_silu_mul_f32(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 static void sc_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = st_cpu_h2f(x[i]);
 }
@@ -442,4 +446,5 @@ void st_cpu_kernels_scalar(st_cpu_kernels *k) {
     k->f32_to_f16 = sc_f32_to_f16;
     k->bf16_to_f32 = sc_bf16_to_f32;
     k->f32_to_bf16 = sc_f32_to_bf16;
+    k->silu_mul_f32 = sc_silu_mul_f32;
 }

@@ -2,6 +2,8 @@
  * vector helpers and the F16/BF16 row conversions. */
 #include "cpu_avx2/kern_x86.h"
 
+#include <math.h>
+
 #include "cpu/cpu_half.h"
 
 /* Loads 16 weights as two f32 vectors. */
@@ -112,6 +114,33 @@ static float x_max_f32(const float *x, int64_t n) {
     return m;
 }
 
+static float x_exp_sum_f32(float *x, float m, int64_t n) {
+    __m256 vm = _mm256_set1_ps(m), s = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = st_x86_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(x + i, e);
+        s = _mm256_add_ps(s, e);
+    }
+    float t = 0.0f;
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - m);
+        t += x[i];
+    }
+    return st_x86_hsum(s) + t;
+}
+
+static void x_silu_mul_f32(float *g, const float *u, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(g + i);
+        __m256 e = st_x86_exp8(_mm256_xor_ps(v, neg));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 /* ---------------------------------------------------------------- conversions */
 
 static void x_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
@@ -160,6 +189,8 @@ void st_x86_float_kernels(st_cpu_kernels *k) {
     k->axpy_f32 = x_axpy_f32;
     k->scale_f32 = x_scale_f32;
     k->max_f32 = x_max_f32;
+    k->exp_sum_f32 = x_exp_sum_f32;
+    k->silu_mul_f32 = x_silu_mul_f32;
     k->f16_to_f32 = x_f16_to_f32;
     k->f32_to_f16 = x_f32_to_f16;
     k->bf16_to_f32 = x_bf16_to_f32;

@@ -98,8 +98,17 @@ static void test_helpers(void) {
         memcpy(c, a, sizeof(float) * (size_t)n);
         memcpy(d, a, sizeof(float) * (size_t)n);
         float m = ksc.max_f32(a, n);
+        if (n > 3) c[2] = d[2] = -INFINITY; /* a masked score */
         float s1 = ksc.exp_sum_f32(c, m, n), s2 = kx.exp_sum_f32(d, m, n);
         ST_CHECK(fabsf(s1 - s2) <= 1e-5f * s1);
+        for (int64_t i = 0; i < n; i++) ST_CHECK_MSG(fabsf(c[i] - d[i]) <= 4e-7f * c[i], "exp %g vs %g", c[i], d[i]);
+        if (n > 3) ST_CHECK(d[2] == 0.0f);
+        /* silu(g) * u over a wide range (exp over- and underflow included) */
+        for (int64_t i = 0; i < n; i++) c[i] = d[i] = a[i] * (i % 3 == 0 ? 40.0f : 1.0f);
+        ksc.silu_mul_f32(c, b, n);
+        kx.silu_mul_f32(d, b, n);
+        for (int64_t i = 0; i < n; i++)
+            ST_CHECK_MSG(fabsf(c[i] - d[i]) <= 1e-6f * (fabsf(c[i]) + 1e-30f), "silu %g vs %g", c[i], d[i]);
         /* conversions: bit-exact, including values that round, overflow and subnormals */
         uint16_t *h1 = malloc(2 * (size_t)n), *h2 = malloc(2 * (size_t)n);
         for (int64_t i = 0; i < n; i++) {
