@@ -163,9 +163,10 @@ static int demo_model(char *path, size_t n) {
         fprintf(stderr, "strata serve: no -m given: serving the built-in demo model %s (random weights)\n", path);
         return 0;
     }
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && '/proc/%d/exe' gen-model --preset demo --out '%s'", dir, (int)getpid(),
-             path);
+    char cmd[4096];
+    /* written aside and renamed: an interrupted first start leaves no half-written model */
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && '/proc/%d/exe' gen-model --preset demo --out '%s.tmp' && mv '%s.tmp' '%s'",
+             dir, (int)getpid(), path, path, path);
     fprintf(stderr, "strata serve: no -m given: writing the built-in demo model to %s\n", path);
     if (system(cmd) != 0) {
         fprintf(stderr, "strata serve: could not write the demo model (command: %s)\n", cmd);
