@@ -173,7 +173,8 @@ int st_cmd_engine(int argc, char **argv) {
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
-    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name};
+    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name,
+                           .max_step_s = stall / 4};
     st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
     if (!e) {
         elog("%s", err);

@@ -43,6 +43,7 @@ struct st_engine {
     int32_t *tok, *pos, *seq, *row_slot, *ids;
     int8_t *want;
     float *logits;
+    double s_per_tok; /* forward seconds per token of recent prefill steps (0 = not measured yet) */
     st_engine_stats st;
 };
 
@@ -280,12 +281,19 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         n_slots_in++;
     }
     int32_t n_dec = n;
-    /* then prefill chunks up to the budget */
-    for (int32_t i = 0; i < e->cfg.n_slots && n < e->cfg.n_budget; i++) {
+    /* then prefill chunks up to the budget (smaller when steps would get too long) */
+    int32_t budget = e->cfg.n_budget;
+    if (e->cfg.max_step_s > 0) {
+        /* unmeasured: a 16-token probe; then what fits, at least 16 prompt tokens a step */
+        double fit = e->s_per_tok > 0 ? e->cfg.max_step_s / e->s_per_tok : (double)(n + 16);
+        if (fit < (double)budget) budget = fit < (double)(n + 16) ? n + 16 : (int32_t)fit;
+        if (budget > e->cfg.n_budget) budget = e->cfg.n_budget;
+    }
+    for (int32_t i = 0; i < e->cfg.n_slots && n < budget; i++) {
         slot *s = &e->slots[i];
         if (!s->active || s->n_done >= s->n_prompt) continue;
         int32_t chunk = s->n_prompt - s->n_done;
-        if (chunk > e->cfg.n_budget - n) chunk = e->cfg.n_budget - n;
+        if (chunk > budget - n) chunk = budget - n;
         for (int32_t j = 0; j < chunk; j++) {
             e->tok[n] = s->prompt[s->n_done + j];
             e->pos[n] = s->n_cached + j;
@@ -327,6 +335,10 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
     }
     uint64_t t1 = st_now_ns();
     e->st.forward_s += (double)(t1 - t0) / 1e9;
+    if (n >= 16) { /* a prefill-sized step: how long a token takes (moving average) */
+        double spt = (double)(t1 - t0) / 1e9 / n;
+        e->s_per_tok = e->s_per_tok > 0 ? 0.7 * e->s_per_tok + 0.3 * spt : spt;
+    }
     e->st.steps++;
     if ((uint64_t)n_slots_in > e->st.max_slots_in_step) e->st.max_slots_in_step = (uint64_t)n_slots_in;
     /* the cache now holds every token of the batch */

@@ -21,6 +21,9 @@ typedef struct st_engine_config {
     int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
     int32_t queue_max;    /* requests waiting for a slot before submit refuses */
     const char *where;    /* device name for the stage text of crash and stall reports (may be NULL) */
+    double max_step_s;    /* > 0: prefill chunks shrink so that a step takes about this long at most
+                             (measured seconds per token); keeps steps well inside the watchdog's
+                             stall timeout on slow devices. 0 = the full budget every step */
 } st_engine_config;
 
 typedef struct st_gen_request {
