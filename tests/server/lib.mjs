@@ -23,7 +23,7 @@ export async function loadOpenAI() {
   const entry = path.join(nodeDir, 'node_modules', 'openai', 'index.mjs');
   if (!fs.existsSync(entry)) {
     console.log(`SKIP: the openai npm package is not installed in ${nodeDir} ` +
-      '(the server_setup test runs `npm install openai` there; it needs the npm registry)');
+      '(the server.setup test runs `npm install openai` there; it needs the npm registry)');
     process.exit(77);
   }
   return (await import(pathToFileURL(entry).href)).default;
