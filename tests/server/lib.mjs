@@ -31,7 +31,7 @@ export async function loadOpenAI() {
 
 export function model(name) {
   const p = path.join(DIR, `${name}.gguf`);
-  if (!fs.existsSync(p)) throw new Error(`${p} is missing: the server_setup test writes it`);
+  if (!fs.existsSync(p)) throw new Error(`${p} is missing: the server.setup test writes it`);
   return p;
 }
 
