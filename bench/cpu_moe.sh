@@ -17,6 +17,7 @@ model=$cache/models/bench-moe-1.5g-q4_k.gguf
 mkdir -p "$cache/models" bench/results
 [ -f "$model" ] || "$strata" gen-model --preset bench-moe-1.5g --type Q4_K --vocab-from "$vocab" --router-skew 1 --out "$model"
 reps=${REPS:-3}
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== Strata" >&2
 s_json=$("$strata" bench -m "$model" -p 512 -n 128 -r "$reps" --threads "$threads" --json)
 echo "$s_json" >&2
@@ -26,7 +27,7 @@ echo "$l_json" >&2
 get() { echo "$1" | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$2\": *//p" | head -1; }
 s_pp=$(get "$s_json" prefill_tok_s); s_tg=$(get "$s_json" decode_tok_s)
 l_pp=$(get "$l_json" prefill_tok_s); l_tg=$(get "$l_json" decode_tok_s)
-bpt=$(get "$s_json" decode_bytes_per_token); bw=$(get "$s_json" decode_gbs)
+bpt=$(get "$s_json" total); bw=$(get "$s_json" decode_gb_s)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 out=bench/results/$(date -u +%Y-%m-%d)-cpu-moe-q4k.md
 {
@@ -44,7 +45,10 @@ out=bench/results/$(date -u +%Y-%m-%d)-cpu-moe-q4k.md
   echo "| llama.cpp (npm @node-llama-cpp/linux-x64@3.21.1, best CPU variant) | $l_pp | $l_tg |"
   echo "| ratio Strata / llama.cpp | $(ratio "$s_pp" "$l_pp") | $(ratio "$s_tg" "$l_tg") |"
   echo
-  echo "Strata's accounting: $bpt bytes of weights and KV read per decoded token, $bw GB/s achieved."
+  echo "Strata's accounting: $bpt bytes of weights and KV read per decoded token (non-expert weights,"
+  echo "the 8 routed experts of every layer, and the KV cache), $bw GB/s achieved in decode."
+  echo "Load average when the run started: $load0 (other work on the machine slows both engines;"
+  echo "llama.cpp's spinning thread pool suffers more from it than Strata's task-claiming pool)."
   echo
   echo "Raw: \`$s_json\`"
   echo
