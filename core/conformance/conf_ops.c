@@ -30,24 +30,6 @@ static double act_limit(uint32_t a) {
     return a == ST_TYPE_F16 ? 1e-6 : a == ST_TYPE_BF16 ? 1e-4 : 0;
 }
 
-static int claimed(st_conf_ctx *c, void *slot, uint32_t op, uint32_t type, const char *name) {
-    if (!slot) {
-        st_conf_case_skip(c, name, "op absent");
-        return 0;
-    }
-    if (!c->api->op_supported(c->index, op, type)) {
-        st_conf_case_skip(c, name, "format not supported by the device");
-        return 0;
-    }
-    return 1;
-}
-
-static int run_status(st_conf_ctx *c, const char *op, st_status s) {
-    if (s == ST_OK) s = c->api->stream_sync(c->stream);
-    if (s != ST_OK) return st_conf_device_failed(c, op, s);
-    return 1;
-}
-
 static int64_t k_for(uint32_t type, int which) {
     int bs = st_type_get(type)->block_size;
     if (bs == 1) {
@@ -63,7 +45,7 @@ static void matmul_case(st_conf_ctx *c, uint32_t wt, uint32_t at, int64_t n, int
     char name[96];
     snprintf(name, sizeof name, "matmul %s x %s n=%lld M=%lld K=%lld", st_type_name(wt), st_type_name(at),
              (long long)n, (long long)M, (long long)K);
-    if (!claimed(c, (void *)c->ops->matmul, ST_OP_MATMUL, wt, name)) return;
+    if (!st_conf_claimed(c, (const void *)c->ops->matmul, ST_OP_MATMUL, wt, name)) return;
     st_matmul_args h = {.size = sizeof h}, d;
     h.w = st_conf_tensor(wt, K, M, 1);
     h.x = st_conf_tensor(at, K, n, 1);
@@ -75,7 +57,7 @@ static void matmul_case(st_conf_ctx *c, uint32_t wt, uint32_t at, int64_t n, int
     st_tensor o = st_conf_tensor(at, M, n, 1);
     st_conf_output_pair(c, &o, &h.out, &d.out);
     double err = INFINITY;
-    if (!c->alloc_failed && run_status(c, "matmul", c->ops->matmul(c->stream, &d))) {
+    if (!c->alloc_failed && st_conf_run_ok(c, "matmul", c->ops->matmul(c->stream, &d))) {
         c->ref->matmul(NULL, &h);
         err = st_conf_compare_den(c, &d.out, &h.out, st_conf_dot_scale(c, &h.w, &h.x));
     }
@@ -109,7 +91,7 @@ void st_conf_get_rows(st_conf_ctx *c) {
             char name[96];
             snprintf(name, sizeof name, "get_rows %s -> %s n=%lld K=%lld", st_type_name(wt), st_type_name(at),
                      (long long)n, (long long)K);
-            if (!claimed(c, (void *)c->ops->get_rows, ST_OP_GET_ROWS, wt, name)) continue;
+            if (!st_conf_claimed(c, (const void *)c->ops->get_rows, ST_OP_GET_ROWS, wt, name)) continue;
             st_get_rows_args h = {.size = sizeof h}, d;
             h.w = st_conf_tensor(wt, K, n_rows, 1);
             st_conf_random_tensor(c, &h.w, 2.0f);
@@ -122,7 +104,7 @@ void st_conf_get_rows(st_conf_ctx *c) {
             st_tensor o = st_conf_tensor(at, K, n, 1);
             st_conf_output_pair(c, &o, &h.out, &d.out);
             double err = INFINITY;
-            if (!c->alloc_failed && run_status(c, "get_rows", c->ops->get_rows(c->stream, &d))) {
+            if (!c->alloc_failed && st_conf_run_ok(c, "get_rows", c->ops->get_rows(c->stream, &d))) {
                 c->ref->get_rows(NULL, &h);
                 err = st_conf_compare(c, &d.out, &h.out);
             }
@@ -141,7 +123,7 @@ void st_conf_rms_norm(st_conf_ctx *c) {
                 char name[96];
                 snprintf(name, sizeof name, "rms_norm %s n=%lld K=%lld%s", st_type_name(at), (long long)n,
                          (long long)K, fused == 1 ? " +residual" : fused == 2 ? " +residual->sum" : "");
-                if (!claimed(c, (void *)c->ops->rms_norm, ST_OP_RMS_NORM, at, name)) continue;
+                if (!st_conf_claimed(c, (const void *)c->ops->rms_norm, ST_OP_RMS_NORM, at, name)) continue;
                 st_rms_norm_args h = {.size = sizeof h, .eps = 1e-6f}, d;
                 h.x = st_conf_tensor(at, K, n, 1);
                 st_conf_random_tensor(c, &h.x, 3.0f);
@@ -158,7 +140,7 @@ void st_conf_rms_norm(st_conf_ctx *c) {
                 if (fused == 2) st_conf_output_pair(c, &h.x, &h.sum_out, &d.sum_out);
                 st_conf_output_pair(c, &h.x, &h.out, &d.out);
                 double err = INFINITY;
-                if (!c->alloc_failed && run_status(c, "rms_norm", c->ops->rms_norm(c->stream, &d))) {
+                if (!c->alloc_failed && st_conf_run_ok(c, "rms_norm", c->ops->rms_norm(c->stream, &d))) {
                     c->ref->rms_norm(NULL, &h);
                     err = st_conf_compare(c, &d.out, &h.out);
                     if (fused == 2) {
@@ -181,7 +163,7 @@ void st_conf_rope(st_conf_ctx *c) {
                 char name[96];
                 snprintf(name, sizeof name, "rope %s %s hd=%lld n_rot=%d%s", st_type_name(at),
                          mode ? "neox" : "normal", (long long)hd, n_rot, v == 2 ? " yarn" : "");
-                if (!claimed(c, (void *)c->ops->rope, ST_OP_ROPE, at, name)) continue;
+                if (!st_conf_claimed(c, (const void *)c->ops->rope, ST_OP_ROPE, at, name)) continue;
                 st_rope_args h = {.size = sizeof h}, d;
                 h.mode = mode ? ST_ROPE_NEOX : ST_ROPE_NORMAL;
                 h.n_rot = n_rot;
@@ -202,7 +184,7 @@ void st_conf_rope(st_conf_ctx *c) {
                 d.pos = st_conf_upload(c, pos, sizeof(int32_t) * (size_t)n);
                 st_conf_output_pair(c, &h.x, &h.out, &d.out);
                 double err = INFINITY;
-                if (!c->alloc_failed && run_status(c, "rope", c->ops->rope(c->stream, &d))) {
+                if (!c->alloc_failed && st_conf_run_ok(c, "rope", c->ops->rope(c->stream, &d))) {
                     c->ref->rope(NULL, &h);
                     err = st_conf_compare(c, &d.out, &h.out);
                 }
@@ -220,7 +202,7 @@ void st_conf_elementwise(st_conf_ctx *c) {
             char name[96];
             /* swiglu */
             snprintf(name, sizeof name, "swiglu %s n=%lld F=%lld", st_type_name(at), (long long)n, (long long)K);
-            if (claimed(c, (void *)c->ops->swiglu, ST_OP_SWIGLU, at, name)) {
+            if (st_conf_claimed(c, (const void *)c->ops->swiglu, ST_OP_SWIGLU, at, name)) {
                 st_swiglu_args h = {.size = sizeof h}, d;
                 h.gate = st_conf_tensor(at, K, n, 1);
                 h.up = st_conf_tensor(at, K, n, 1);
@@ -231,7 +213,7 @@ void st_conf_elementwise(st_conf_ctx *c) {
                 d.up = st_conf_to_device(c, &h.up);
                 st_conf_output_pair(c, &h.gate, &h.out, &d.out);
                 double err = INFINITY;
-                if (!c->alloc_failed && run_status(c, "swiglu", c->ops->swiglu(c->stream, &d))) {
+                if (!c->alloc_failed && st_conf_run_ok(c, "swiglu", c->ops->swiglu(c->stream, &d))) {
                     c->ref->swiglu(NULL, &h);
                     err = st_conf_compare(c, &d.out, &h.out);
                 }
@@ -248,7 +230,7 @@ void st_conf_elementwise(st_conf_ctx *c) {
                 uint32_t out_t = kind == 3 ? k_act_types[(a + 1) % 3] : at;
                 snprintf(name, sizeof name, "%s %s->%s n=%lld K=%lld", names[kind], st_type_name(at),
                          st_type_name(out_t), (long long)n, (long long)K);
-                if (!claimed(c, (void *)dev_fn, ops[kind], at, name)) continue;
+                if (!st_conf_claimed(c, (const void *)dev_fn, ops[kind], at, name)) continue;
                 st_binary_args h = {.size = sizeof h, .s = -0.37f, .sigmoid = 1}, d;
                 h.a = st_conf_tensor(at, K, n, 1);
                 st_conf_random_tensor(c, &h.a, 4.0f);
@@ -262,7 +244,7 @@ void st_conf_elementwise(st_conf_ctx *c) {
                 st_tensor o = st_conf_tensor(out_t, K, n, 1);
                 st_conf_output_pair(c, &o, &h.out, &d.out);
                 double err = INFINITY;
-                if (!c->alloc_failed && run_status(c, names[kind], dev_fn(c->stream, &d))) {
+                if (!c->alloc_failed && st_conf_run_ok(c, names[kind], dev_fn(c->stream, &d))) {
                     ref_fn(NULL, &h);
                     err = st_conf_compare(c, &d.out, &h.out);
                 }
@@ -281,7 +263,7 @@ void st_conf_topk(st_conf_ctx *c) {
             char name[96];
             snprintf(name, sizeof name, "%s n=%lld V=%lld k=%d", arg ? "argmax" : "topk", (long long)n, (long long)V, k);
             st_status (*fn)(st_stream *, const st_topk_args *) = arg ? c->ops->argmax : c->ops->topk;
-            if (!claimed(c, (void *)fn, arg ? ST_OP_ARGMAX : ST_OP_TOPK, ST_TYPE_F32, name)) continue;
+            if (!st_conf_claimed(c, (const void *)fn, arg ? ST_OP_ARGMAX : ST_OP_TOPK, ST_TYPE_F32, name)) continue;
             st_topk_args h = {.size = sizeof h, .k = k}, d;
             h.x = st_conf_tensor(ST_TYPE_F32, V, n, 1);
             float *x = st_conf_random_tensor(c, &h.x, 10.0f);
@@ -293,7 +275,7 @@ void st_conf_topk(st_conf_ctx *c) {
             d.ids = st_conf_poisoned(c, sizeof(int32_t) * (size_t)(n * k));
             d.values = arg ? NULL : st_conf_poisoned(c, sizeof(float) * (size_t)(n * k));
             double err = INFINITY;
-            if (!c->alloc_failed && run_status(c, name, fn(c->stream, &d))) {
+            if (!c->alloc_failed && st_conf_run_ok(c, name, fn(c->stream, &d))) {
                 fn == c->ops->argmax ? c->ref->argmax(NULL, &h) : c->ref->topk(NULL, &h);
                 size_t first;
                 err = st_conf_compare_i32(c, d.ids, h.ids, (size_t)(n * k), &first) ? INFINITY : 0;
@@ -318,7 +300,7 @@ void st_conf_router(st_conf_ctx *c) {
         char name[96];
         snprintf(name, sizeof name, "router %s n=%d E=%d k=%d%s%s", fl & 1 ? "sigmoid" : "softmax", n, E, k,
                  fl & 2 ? " bias" : "", fl & 4 ? " norm" : "");
-        if (!claimed(c, (void *)c->ops->router, ST_OP_ROUTER, ST_TYPE_F32, name)) continue;
+        if (!st_conf_claimed(c, (const void *)c->ops->router, ST_OP_ROUTER, ST_TYPE_F32, name)) continue;
         st_router_args h = {.size = sizeof h, .gating = (fl & 1) ? ST_ROUTER_SIGMOID : ST_ROUTER_SOFTMAX,
                             .k = k, .normalize = (fl & 4) != 0, .weight_scale = (fl & 2) ? 2.5f : 1.0f},
                        d;
@@ -338,7 +320,7 @@ void st_conf_router(st_conf_ctx *c) {
         d.ids = st_conf_poisoned(c, sizeof(int32_t) * (size_t)(n * k));
         d.weights = st_conf_poisoned(c, sizeof(float) * (size_t)(n * k));
         double err = INFINITY;
-        if (!c->alloc_failed && run_status(c, "router", c->ops->router(c->stream, &d))) {
+        if (!c->alloc_failed && st_conf_run_ok(c, "router", c->ops->router(c->stream, &d))) {
             c->ref->router(NULL, &h);
             size_t first;
             if (!st_conf_compare_i32(c, d.ids, h.ids, (size_t)(n * k), &first)) {

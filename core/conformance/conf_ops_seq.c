@@ -7,24 +7,6 @@
 #include "conformance/conf_ops.h"
 #include "quant/quant.h"
 
-static int claimed(st_conf_ctx *c, void *slot, uint32_t op, uint32_t type, const char *name) {
-    if (!slot) {
-        st_conf_case_skip(c, name, "op absent");
-        return 0;
-    }
-    if (!c->api->op_supported(c->index, op, type)) {
-        st_conf_case_skip(c, name, "format not supported by the device");
-        return 0;
-    }
-    return 1;
-}
-
-static int run_ok(st_conf_ctx *c, const char *op, st_status s) {
-    if (s == ST_OK) s = c->api->stream_sync(c->stream);
-    if (s != ST_OK) return st_conf_device_failed(c, op, s);
-    return 1;
-}
-
 /* Normalized error of selected rows of two buffers holding rows of `type`, compared as floats. */
 static double rows_error(uint32_t type, int64_t cols, size_t row_bytes, const char *got, const char *want,
                          const int32_t *rows, int64_t n_rows, const double *den_rows) {
@@ -58,7 +40,7 @@ void st_conf_kv_write(st_conf_ctx *c) {
             char name[96];
             snprintf(name, sizeof name, "kv_write %s -> %s n=%lld kv_heads=%lld hd=%lld", st_type_name(at),
                      st_type_name(cache_t), (long long)n, (long long)n_kv, (long long)hd);
-            if (!claimed(c, (void *)c->ops->kv_write, ST_OP_KV_WRITE, cache_t, name)) continue;
+            if (!st_conf_claimed(c, (const void *)c->ops->kv_write, ST_OP_KV_WRITE, cache_t, name)) continue;
             st_kv_write_args h = {.size = sizeof h}, d;
             h.k = st_conf_tensor(at, hd, n_kv, n);
             h.v = st_conf_tensor(at, hd, n_kv, n);
@@ -82,7 +64,7 @@ void st_conf_kv_write(st_conf_ctx *c) {
             st_conf_output_pair(c, &cache, &h.k_cache, &d.k_cache);
             st_conf_output_pair(c, &cache, &h.v_cache, &d.v_cache);
             double err = INFINITY;
-            if (!c->alloc_failed && run_ok(c, "kv_write", c->ops->kv_write(c->stream, &d))) {
+            if (!c->alloc_failed && st_conf_run_ok(c, "kv_write", c->ops->kv_write(c->stream, &d))) {
                 c->ref->kv_write(NULL, &h);
                 size_t bytes = st_conf_nbytes(&cache);
                 const char *gk = st_conf_download(c, d.k_cache.data, bytes);
@@ -120,7 +102,7 @@ static void attention_case(st_conf_ctx *c, const attn_shape *sh, uint32_t cache_
     char name[128];
     snprintf(name, sizeof name, "attention %s cache=%s n=%d h=%d/%d hd=%d pos<=%d%s", st_type_name(at),
              st_type_name(cache_t), sh->n, sh->heads, sh->kv_heads, sh->hd, sh->max_pos, sh->masked ? " mask" : "");
-    if (!claimed(c, (void *)c->ops->attention, ST_OP_ATTENTION, cache_t, name)) return;
+    if (!st_conf_claimed(c, (const void *)c->ops->attention, ST_OP_ATTENTION, cache_t, name)) return;
     int32_t n_cells = sh->n_seq * sh->max_pos + 7;
     st_attention_args h = {.size = sizeof h, .scale = 1.0f / sqrtf((float)sh->hd), .max_pos = sh->max_pos}, d;
     h.q = st_conf_tensor(at, sh->hd, sh->heads, sh->n);
@@ -166,7 +148,7 @@ static void attention_case(st_conf_ctx *c, const attn_shape *sh, uint32_t cache_
     d.mask = mask ? st_conf_upload(c, mask, sizeof(float) * (size_t)(sh->n * sh->max_pos)) : NULL;
     st_conf_output_pair(c, &h.q, &h.out, &d.out);
     double err = INFINITY;
-    if (!c->alloc_failed && run_ok(c, "attention", c->ops->attention(c->stream, &d))) {
+    if (!c->alloc_failed && st_conf_run_ok(c, "attention", c->ops->attention(c->stream, &d))) {
         c->ref->attention(NULL, &h);
         err = st_conf_compare(c, &d.out, &h.out);
     }
@@ -202,7 +184,7 @@ static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign,
     char name[128];
     snprintf(name, sizeof name, "moe_matmul %s x=%d assign=%d E=%d slots=%d M=%lld K=%lld%s", st_type_name(wt), n_x,
              n_assign, E, slots, (long long)M, (long long)K, scaled ? " scaled" : "");
-    if (!claimed(c, (void *)c->ops->moe_matmul, ST_OP_MOE_MATMUL, wt, name)) return;
+    if (!st_conf_claimed(c, (const void *)c->ops->moe_matmul, ST_OP_MOE_MATMUL, wt, name)) return;
     st_moe_matmul_args h = {.size = sizeof h, .n_assign = n_assign}, d;
     h.w = st_conf_tensor(wt, K, M, slots);
     h.x = st_conf_tensor(ST_TYPE_F32, K, n_x, 1);
@@ -237,7 +219,7 @@ static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign,
     st_tensor o = st_conf_tensor(ST_TYPE_F32, M, n_assign, 1);
     st_conf_output_pair(c, &o, &h.out, &d.out);
     double err = INFINITY;
-    if (!c->alloc_failed && run_ok(c, "moe_matmul", c->ops->moe_matmul(c->stream, &d))) {
+    if (!c->alloc_failed && st_conf_run_ok(c, "moe_matmul", c->ops->moe_matmul(c->stream, &d))) {
         c->ref->moe_matmul(NULL, &h);
         const char *got = st_conf_download(c, d.out.data, st_conf_nbytes(&o));
         double *den = st_conf_host(c, sizeof(double) * (size_t)(n_live ? n_live : 1));
@@ -283,7 +265,7 @@ void st_conf_moe_combine(st_conf_ctx *c) {
         int64_t M = cfg[i][2];
         char name[96];
         snprintf(name, sizeof name, "moe_combine n=%d k=%d M=%lld%s", n, k, (long long)M, acc ? " accumulate" : "");
-        if (!claimed(c, (void *)c->ops->moe_combine, ST_OP_MOE_COMBINE, ST_TYPE_F32, name)) continue;
+        if (!st_conf_claimed(c, (const void *)c->ops->moe_combine, ST_OP_MOE_COMBINE, ST_TYPE_F32, name)) continue;
         int32_t n_rows = n * k + 3;
         st_moe_combine_args h = {.size = sizeof h, .k = k, .accumulate = acc}, d;
         h.rows = st_conf_tensor(ST_TYPE_F32, M, n_rows, 1);
@@ -310,7 +292,7 @@ void st_conf_moe_combine(st_conf_ctx *c) {
             st_conf_output_pair(c, &o, &h.out, &d.out);
         }
         double err = INFINITY;
-        if (!c->alloc_failed && run_ok(c, "moe_combine", c->ops->moe_combine(c->stream, &d))) {
+        if (!c->alloc_failed && st_conf_run_ok(c, "moe_combine", c->ops->moe_combine(c->stream, &d))) {
             c->ref->moe_combine(NULL, &h);
             err = st_conf_compare(c, &d.out, &h.out);
         }

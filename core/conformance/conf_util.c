@@ -243,3 +243,21 @@ void st_conf_case_skip(st_conf_ctx *c, const char *name, const char *why) {
     if (c->opt->verbose) fprintf(c->out, "SKIP %-48s %s\n", name, why);
     case_free(c);
 }
+
+int st_conf_claimed(st_conf_ctx *c, const void *slot, uint32_t op, uint32_t type, const char *name) {
+    if (!slot) {
+        st_conf_case_skip(c, name, "op absent");
+        return 0;
+    }
+    if (!c->api->op_supported(c->index, op, type)) {
+        st_conf_case_skip(c, name, "format not supported by the device");
+        return 0;
+    }
+    return 1;
+}
+
+int st_conf_run_ok(st_conf_ctx *c, const char *op, st_status s) {
+    if (s == ST_OK) s = c->api->stream_sync(c->stream);
+    if (s != ST_OK) return st_conf_device_failed(c, op, s);
+    return 1;
+}

@@ -68,6 +68,11 @@ double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x
 /* Nonzero when two int32 device/host arrays of n items differ; writes the first index. */
 int st_conf_compare_i32(st_conf_ctx *c, const int32_t *dev, const int32_t *host, size_t n, size_t *first);
 
+/* Nonzero when the device claims `op` for `type` (slot non-NULL, op_supported true); otherwise
+ * the case named `name` is counted as not claimed. */
+int st_conf_claimed(st_conf_ctx *c, const void *slot, uint32_t op, uint32_t type, const char *name);
+/* Nonzero when an op's status and the stream's sync are OK; else the case records the failure. */
+int st_conf_run_ok(st_conf_ctx *c, const char *op, st_status s);
 /* Record a device call's failure text in the case. Returns 0 so callers can chain. */
 int st_conf_device_failed(st_conf_ctx *c, const char *what, st_status s);
 /* Finish a case: print its line, count it, free its buffers. `err` <= thr passes. */
