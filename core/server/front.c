@@ -520,11 +520,27 @@ int st_serve_run(const st_serve_config *c) {
     sigaction(SIGTERM, &sa, NULL);
     while (!g_stop) pause();
     fprintf(stderr, "strata serve: shutting down\n");
-    st_http_stop(http);
+    /* requests in flight end with an error (streams: an error event and [DONE]); new ones get
+     * 503; the handlers get a moment to write that before the connections close */
     pthread_mutex_lock(&f->mu);
     f->stopping = 1;
+    f->state = ST_ENGINE_STOPPED;
+    snprintf(f->state_reason, sizeof f->state_reason, "the server is shutting down");
+    st_req *list = f->reqs;
+    f->reqs = NULL;
     pid_t pid = f->pid;
     pthread_mutex_unlock(&f->mu);
+    int n_failed = 0;
+    for (st_req *n; list; list = n, n_failed++) {
+        n = list->next;
+        req_fail(list, 503, "server_shutdown", "the server is shutting down");
+        req_unref(list);
+    }
+    if (n_failed) {
+        struct timespec ts = {0, 300000000L};
+        nanosleep(&ts, NULL);
+    }
+    st_http_stop(http);
     kill(pid, SIGTERM);
     pthread_join(reader, NULL);
     if (f->fd >= 0) close(f->fd);

@@ -283,4 +283,18 @@ await check('the server is healthy at the end', async () => {
   assert.equal(h.engine_restarts, 0);
 });
 
+await check('SIGTERM: a stream in flight ends with an error event and [DONE]; the server exits 0', async () => {
+  let killed = false;
+  const res = await stream(srv, '/v1/chat/completions', { model: MODEL, messages: msgs, max_tokens: 3500, ignore_eos: true,
+    stream: true }, async () => { if (!killed) { killed = true; srv.proc.kill('SIGTERM'); } });
+  const ev = res.events;
+  assert.equal(ev[ev.length - 1], '[DONE]');
+  const err = JSON.parse(ev[ev.length - 2]).error;
+  assert.equal(err.code, 'server_shutdown');
+  const t0 = Date.now();
+  while (!srv.exited && Date.now() - t0 < 10000) await sleep(20);
+  assert.deepEqual(srv.exited, { code: 0, sig: null });
+  assert.match(srv.log, /shutting down/);
+});
+
 await finish([srv]);
