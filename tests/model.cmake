@@ -1,20 +1,42 @@
-# Tests of core/arch, core/kv, core/model: refusals, the forward recipe of every family on the
-# scalar reference, reference vs backend modules, and the real stories260K model.
+# Tests of core/arch, core/kv, core/model and the model commands: refusals, the forward recipe
+# of every family on the scalar reference, reference vs backend modules, the real stories260K
+# model, and the CLI end to end.
 if(TARGET st_model AND TARGET st_ref)
   add_library(st_model_testutil STATIC ${CMAKE_CURRENT_SOURCE_DIR}/model/model_util.c
               ${CMAKE_CURRENT_SOURCE_DIR}/model/backend_pick.c)
   target_link_libraries(st_model_testutil PUBLIC st_model st_ref st_backend)
   target_include_directories(st_model_testutil PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/model)
+  set(ST_STORIES ${PROJECT_SOURCE_DIR}/../shared/models/stories260K.gguf)
+
+  add_executable(test_arch ${CMAKE_CURRENT_SOURCE_DIR}/model/test_arch.c)
+  target_link_libraries(test_arch PRIVATE st_model_testutil)
+  add_test(NAME model.arch COMMAND test_arch ${ST_STORIES})
 
   add_executable(test_model_ref ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_ref.c)
   target_link_libraries(test_model_ref PRIVATE st_model_testutil)
   add_test(NAME model.forward_ref COMMAND test_model_ref)
 
+  # reference vs each backend module that is built here (skipped where it has no device)
+  add_executable(test_model_backend ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_backend.c)
+  target_link_libraries(test_model_backend PRIVATE st_model_testutil)
+  set(ST_MODEL_TEST_BACKENDS)
+  foreach(pair "strata-cpu-avx2;cpu" "strata-sim;sim")
+    list(GET pair 0 tgt)
+    list(GET pair 1 be)
+    if(TARGET ${tgt})
+      add_dependencies(test_model_backend ${tgt})
+      list(APPEND ST_MODEL_TEST_BACKENDS ${be})
+      add_test(NAME model.ref_vs_${be} COMMAND test_model_backend ${be})
+      set_tests_properties(model.ref_vs_${be} PROPERTIES SKIP_RETURN_CODE 77
+                           ENVIRONMENT "STRATA_SIM=devices=1,mem=1GiB")
+    endif()
+  endforeach()
+
   if(TARGET st_tokenizer)
     add_executable(test_stories ${CMAKE_CURRENT_SOURCE_DIR}/model/test_stories.c)
     target_link_libraries(test_stories PRIVATE st_model_testutil st_tokenizer)
-    set(ST_STORIES ${PROJECT_SOURCE_DIR}/../shared/models/stories260K.gguf)
-    add_test(NAME model.stories260k_ref COMMAND test_stories ${ST_STORIES} ref)
-    set_tests_properties(model.stories260k_ref PROPERTIES SKIP_RETURN_CODE 77)
+    add_test(NAME model.stories260k COMMAND test_stories ${ST_STORIES} ref ${ST_MODEL_TEST_BACKENDS})
+    set_tests_properties(model.stories260k PROPERTIES SKIP_RETURN_CODE 77
+                         ENVIRONMENT "STRATA_SIM=devices=1,mem=1GiB")
   endif()
 endif()

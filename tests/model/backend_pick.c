@@ -11,7 +11,7 @@ int mt_backend_pick(mt_backend *b, const char *name) {
     memset(b, 0, sizeof *b);
     if (!strcmp(name, "ref")) {
         b->api = st_ref_device_api(1);
-        return 0;
+        return b->api->device_open(0, &b->dev) == ST_OK ? 0 : -1;
     }
     st_backend_options opt;
     memset(&opt, 0, sizeof opt);
@@ -23,6 +23,12 @@ int mt_backend_pick(mt_backend *b, const char *name) {
         b->api = d->module->api;
         b->index = d->index;
         b->reg = reg;
+        if (b->api->device_open(b->index, &b->dev) != ST_OK) {
+            fprintf(stderr, "opening %s device %u: %s\n", name, b->index, b->api->last_error());
+            b->dev = NULL;
+            mt_backend_release(b);
+            return -1;
+        }
         return 0;
     }
     fprintf(stderr, "no usable device of backend '%s'\n", name);
@@ -31,6 +37,7 @@ int mt_backend_pick(mt_backend *b, const char *name) {
 }
 
 void mt_backend_release(mt_backend *b) {
+    if (b->dev) b->api->device_close(b->dev);
     if (b->reg) st_backend_registry_close(b->reg);
     memset(b, 0, sizeof *b);
 }

@@ -8,7 +8,8 @@
 typedef struct mt_backend {
     const st_backend_api *api;
     uint32_t index;
-    void *reg; /* st_backend_registry or NULL */
+    void *reg;       /* st_backend_registry or NULL */
+    st_device *dev;  /* opened once and shared by every model of a test (closed on release) */
 } mt_backend;
 
 /* 0 when found; -1 (message printed) when the backend has no usable device here. */

@@ -42,6 +42,11 @@ int mt_gen_tiny(const char *arch, uint32_t wtype, int embd, int ff, const char *
 
 int mt_load_on(mt_model *t, const char *path, const st_backend_api *api, uint32_t index,
                const st_model_params *p) {
+    return mt_load_dev(t, path, api, index, NULL, p);
+}
+
+int mt_load_dev(mt_model *t, const char *path, const st_backend_api *api, uint32_t index, st_device *dev,
+                const st_model_params *p) {
     char err[512];
     memset(t, 0, sizeof *t);
     t->g = st_gguf_open(path, err, sizeof err);
@@ -49,9 +54,14 @@ int mt_load_on(mt_model *t, const char *path, const st_backend_api *api, uint32_
     t->d = st_arch_describe(t->g, err, sizeof err);
     if (!t->d) goto fail;
     t->api = api;
-    if (api->device_open(index, &t->dev) != ST_OK) {
+    if (dev) {
+        t->dev = dev;
+    } else if (api->device_open(index, &t->dev) != ST_OK) {
+        t->dev = NULL;
         snprintf(err, sizeof err, "device_open: %s", api->last_error());
         goto fail;
+    } else {
+        t->own_dev = 1;
     }
     t->m = st_model_load(t->d, api, t->dev, index, p, err, sizeof err);
     if (!t->m) goto fail;
@@ -64,7 +74,7 @@ fail:
 
 void mt_unload(mt_model *t) {
     st_model_free(t->m);
-    if (t->dev) t->api->device_close(t->dev);
+    if (t->dev && t->own_dev) t->api->device_close(t->dev);
     st_model_desc_free(t->d);
     st_gguf_close(t->g);
     memset(t, 0, sizeof *t);

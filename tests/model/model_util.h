@@ -27,6 +27,7 @@ typedef struct mt_model {
     st_model *m;
     const st_backend_api *api;
     st_device *dev;
+    int own_dev; /* dev was opened by mt_load_on (else borrowed) */
 } mt_model;
 
 /* Temporary file path "<tmpdir>/strata-test-<pid>-<name>" into buf. */
@@ -37,6 +38,9 @@ int mt_gen_tiny(const char *arch, uint32_t wtype, int embd, int ff, const char *
 int mt_load_on(mt_model *t, const char *path, const st_backend_api *api, uint32_t index,
                const st_model_params *p);
 #define mt_load(t, path, api, p) mt_load_on(t, path, api, 0, p)
+/* Same on an already open device (borrowed: not closed by mt_unload). */
+int mt_load_dev(mt_model *t, const char *path, const st_backend_api *api, uint32_t index, st_device *dev,
+                const st_model_params *p);
 void mt_unload(mt_model *t);
 /* Evaluates tokens from position 0 of seq 0 in one batch per n_batch, all logits into out. */
 int mt_prefill_all(mt_model *t, const int32_t *tok, int n, float *out);

@@ -25,7 +25,7 @@ static int run_on(const char *path, const char *backend) {
     st_model_params_default(&p);
     p.n_ctx = 256;
     mt_model t;
-    if (mt_load_on(&t, path, be.api, be.index, &p)) {
+    if (mt_load_dev(&t, path, be.api, be.index, be.dev, &p)) {
         mt_backend_release(&be);
         CHECK(0, "%s: load failed", backend);
         return 1;
