@@ -18,6 +18,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static float randf(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
 
 /* Time out = W x for one weight type; `buft` NULL = the backend's default buffer. */
@@ -50,11 +56,11 @@ static void run(ggml_backend_t be, ggml_backend_buffer_type_t buft, const char *
     for (int64_t i = 0; i < K * n; i++) xd[i] = randf();
     ggml_backend_tensor_set(x, xd, 0, sizeof(float) * (size_t)(K * n));
     ggml_backend_graph_compute(be, gf);
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     for (int it = 0; it < iters; it++) ggml_backend_graph_compute(be, gf);
-    double dt = (now_s() - t0) / iters;
-    printf("ggml %-6s %-5s n=%lld  %8.1f us  %6.2f GB/s\n", label, ggml_type_name(gt), (long long)n, dt * 1e6,
-           (double)rs * (double)M / dt / 1e9);
+    double dt = (now_s() - t0) / iters, ct = (cpu_s() - c0) / iters;
+    printf("ggml %-6s %-5s n=%lld  %8.1f us  %6.2f GB/s wall  %6.2f GB/s per core-second\n", label, ggml_type_name(gt),
+           (long long)n, dt * 1e6, (double)rs * (double)M / dt / 1e9, (double)rs * (double)M / ct / 1e9);
     free(wd);
     free(row);
     free(xd);
@@ -84,6 +90,17 @@ int main(int argc, char **argv) {
     ggml_backend_set_n_threads_t set_threads =
         (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
     if (set_threads) set_threads(be, threads);
+    /* a persistent thread pool, as llama.cpp's tools attach one */
+    typedef struct ggml_threadpool *(*tp_new_fn)(struct ggml_threadpool_params *);
+    typedef void (*tp_set_fn)(ggml_backend_t, struct ggml_threadpool *);
+    tp_new_fn tp_new = (tp_new_fn)ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+    tp_set_fn tp_set = (tp_set_fn)ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
+    if (tp_new && tp_set) {
+        struct ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+        struct ggml_threadpool *tp = tp_new(&tpp);
+        if (tp) tp_set(be, tp);
+        printf("ggml thread pool: %s\n", tp ? "attached" : "failed");
+    }
     ggml_backend_dev_get_extra_bufts_t get_extra =
         (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
     ggml_backend_buffer_type_t repack = NULL;
