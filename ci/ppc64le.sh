@@ -13,7 +13,7 @@ SYSROOT=/usr/powerpc64le-linux-gnu
 JOBS="${STRATA_JOBS:-$(nproc)}"
 CTEST_TIMEOUT="${STRATA_CTEST_TIMEOUT:-900}"
 
-declare -a SUMMARY=()
+declare -a SUMMARY=() FAILED_TESTS=()
 FAILED=0
 step() { # step NAME CMD... : run, time and record one step
     local name="$1"; shift
@@ -32,6 +32,7 @@ finish() {
     echo "=== ppc64le summary (build: $BUILD)"
     local l
     for l in "${SUMMARY[@]}"; do echo "  $l"; done
+    [ ${#FAILED_TESTS[@]} = 0 ] || echo "  failed tests: ${FAILED_TESTS[*]}"
     if [ "$FAILED" = 0 ]; then echo "=== ppc64le: ALL PASSED"; else echo "=== ppc64le: FAILED"; fi
     exit "$FAILED"
 }
@@ -54,7 +55,12 @@ configure() {
         -DSTRATA_BACKEND_CUDA=OFF -DSTRATA_BACKEND_HIP=OFF -DSTRATA_BACKEND_VULKAN=OFF
 }
 
-build() { cmake --build "$BUILD" -j"$JOBS"; }
+# Keep going past a failed target so the tests of everything that did build still run.
+build() {
+    local keep=(-k)
+    [ -f "$BUILD/build.ninja" ] && keep=(-k 0)
+    cmake --build "$BUILD" -j"$JOBS" -- "${keep[@]}"
+}
 
 # The conformance command runs every op of every loaded backend against the scalar oracle.
 # --quick: fewer and smaller shapes; under qemu the reference quantizers that build the inputs
@@ -62,6 +68,10 @@ build() { cmake --build "$BUILD" -j"$JOBS"; }
 HAVE_CONFORMANCE=0
 conformance() {
     local exe="$BUILD/bin/strata"
+    if [ ! -x "$exe" ]; then
+        echo "bin/strata was not built (see the build step); ctest's vsx_conformance_* tests run the harness"
+        return 1
+    fi
     if ! powerpc64le-linux-gnu-nm "$exe" 2>/dev/null | grep -q ' T st_cmd_conformance$'; then
         echo "strata conformance is not part of this build; ctest's vsx_conformance_* tests run the same harness"
         return 0
@@ -76,12 +86,19 @@ conformance() {
 run_ctest() {
     local skip=()
     [ "$HAVE_CONFORMANCE" = 1 ] && skip=(-E '^vsx_conformance_')
-    (cd "$BUILD" && ctest --output-on-failure --timeout "$CTEST_TIMEOUT" -j"$JOBS" "${skip[@]}")
+    local rc=0
+    (cd "$BUILD" && ctest --output-on-failure --timeout "$CTEST_TIMEOUT" -j"$JOBS" "${skip[@]}") || rc=1
+    local failed="$BUILD/Testing/Temporary/LastTestsFailed.log"
+    if [ "$rc" != 0 ] && [ -f "$failed" ]; then
+        local t
+        while IFS= read -r t; do FAILED_TESTS+=("${t#*:}"); done <"$failed"
+    fi
+    return "$rc"
 }
 
 step "install toolchain" install_tools || finish
 step "configure (-Werror)" configure || finish
-step "build" build || finish
+step "build (-Werror)" build
 step "strata conformance --backend cpu (qemu)" conformance
 step "ctest (qemu)" run_ctest
 finish

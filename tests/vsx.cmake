@@ -6,7 +6,6 @@ if(NOT STRATA_ARCH_PPC64LE OR NOT TARGET strata-cpu-vsx)
 endif()
 
 # Kernels against the scalar table and a double reference, linked directly (no module).
-st_cpu_framework_sources(st_vsx_fw)
 add_executable(test_vsx_kernels ${CMAKE_CURRENT_SOURCE_DIR}/vsx/test_vsx_kernels.c
                $<TARGET_OBJECTS:strata-cpu-vsx_kernels>)
 target_sources(test_vsx_kernels PRIVATE ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c
