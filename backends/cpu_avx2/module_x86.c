@@ -1,4 +1,5 @@
-/* Entry point of the x86 CPU modules: strata-cpu-avx2 (x86-64-v3: AVX2, FMA, F16C, BMI2) and,
+/* Entry point of the x86 CPU modules: strata-cpu-avx2 (x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT,
+ * POPCNT) and,
  * from the same source with ST_CPU_AVX512 defined, strata-cpu-avx512 (x86-64-v4). Compiled
  * without ISA flags, so the CPU check itself runs anywhere and reports instead of faulting. */
 #include <stdio.h>
@@ -21,12 +22,16 @@ static int x86_check(char *reason, size_t n) {
         {"avx2", __builtin_cpu_supports("avx2")},
         {"fma", __builtin_cpu_supports("fma")},
         {"f16c", __builtin_cpu_supports("f16c")},
+        {"bmi", __builtin_cpu_supports("bmi")},
         {"bmi2", __builtin_cpu_supports("bmi2")},
+        {"lzcnt", __builtin_cpu_supports("lzcnt")},
+        {"popcnt", __builtin_cpu_supports("popcnt")},
 #ifdef ST_CPU_AVX512
         {"avx512f", __builtin_cpu_supports("avx512f")},
         {"avx512bw", __builtin_cpu_supports("avx512bw")},
         {"avx512vl", __builtin_cpu_supports("avx512vl")},
         {"avx512dq", __builtin_cpu_supports("avx512dq")},
+        {"avx512cd", __builtin_cpu_supports("avx512cd")},
 #ifdef ST_CPU_AVX512VNNI
         {"avx512vnni", __builtin_cpu_supports("avx512vnni")},
 #endif
@@ -51,14 +56,14 @@ static const st_cpu_module_desc g_desc = {
     .device_name = "Host CPU (AVX-512)",
     .arch = "x86-64-v4",
 #ifdef ST_CPU_AVX512VNNI
-    .build_archs = "x86-64-v4 (avx512f,avx512bw,avx512vl,avx512dq,avx512vnni)",
+    .build_archs = "x86-64-v4 (avx512f,avx512bw,avx512vl,avx512dq,avx512cd,avx512vnni)",
 #else
-    .build_archs = "x86-64-v4 (avx512f,avx512bw,avx512vl,avx512dq)",
+    .build_archs = "x86-64-v4 (avx512f,avx512bw,avx512vl,avx512dq,avx512cd)",
 #endif
 #else
     .device_name = "Host CPU (AVX2)",
     .arch = "x86-64-v3",
-    .build_archs = "x86-64-v3 (avx2,fma,f16c,bmi2)",
+    .build_archs = "x86-64-v3 (avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt)",
 #endif
     .cpu_check = x86_check,
     .kernels_init = st_x86_kernels_init,
