@@ -130,8 +130,10 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
         if (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert)
             return fail(err, errlen, "%s: expert_used_count %d must be in 1..expert_count %d", a,
                         hp->n_expert_used, hp->n_expert);
-        int32_t def_ff = hp->arch == ST_ARCH_LLAMA ? hp->n_ff
-                                                   : (hp->n_ff > 0 ? hp->n_ff / hp->n_expert_used : 0);
+        /* llama (Mixtral) and olmoe store the expert width as feed_forward_length */
+        int32_t def_ff = (hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_OLMOE)
+                             ? hp->n_ff
+                             : (hp->n_ff > 0 ? hp->n_ff / hp->n_expert_used : 0);
         if (key_i32(g, a, "expert_feed_forward_length", 0, def_ff, &hp->n_ff_exp, err, errlen)) return -1;
         if (hp->n_ff_exp <= 0)
             return fail(err, errlen, "%s: missing metadata key '%s.expert_feed_forward_length'", a, a);

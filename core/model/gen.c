@@ -52,6 +52,9 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
         } else {
             shape(p, 4, 256, 512, 8, 4, 32);
         }
+        /* olmoe's K norm spans the whole projection; peers size it as n_embd, so keep
+         * n_head_kv == n_head for files other engines can read */
+        if (p->hp.arch == ST_ARCH_OLMOE) p->hp.n_head_kv = p->hp.n_head;
         int moe = st_arch_is_moe_family(p->hp.arch);
         if (moe) experts(p, tiny ? 8 : 16, tiny ? 2 : 4, tiny ? 32 : 128,
                          p->hp.arch == ST_ARCH_QWEN2MOE ? (tiny ? 64 : 256) : 0);
@@ -268,7 +271,8 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
         return -1;
     }
     if (h->arch == ST_ARCH_QWEN2MOE && h->n_ff_shexp <= 0) h->n_ff_shexp = h->n_ff_exp * 4;
-    if (h->arch == ST_ARCH_LLAMA && h->n_expert > 0) h->n_ff = h->n_ff_exp; /* Mixtral: one ff key */
+    /* Mixtral-style llama and olmoe: the expert width is feed_forward_length */
+    if ((h->arch == ST_ARCH_LLAMA || h->arch == ST_ARCH_OLMOE) && h->n_expert > 0) h->n_ff = h->n_ff_exp;
     if (!st_type_get(p.wtype)) {
         snprintf(err, errlen, "unknown weight type %u", p.wtype);
         return -1;
