@@ -196,10 +196,11 @@ int st_cmd_engine(int argc, char **argv) {
     for (;;) {
         int busy = st_engine_busy(e);
         if (wd) st_watchdog_busy(wd, busy);
+        /* every message that waits is served before the next step (a cancel among them) */
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, busy ? 0 : 500);
-        if (r < 0 && errno != EINTR) break;
-        if (r > 0 && handle(fd, e, m)) break; /* the front is gone: leave quietly */
+        int r = poll(&p, 1, busy ? 0 : 500), gone = 0;
+        while (r > 0 && !(gone = handle(fd, e, m))) r = poll(&p, 1, 0);
+        if (gone || (r < 0 && errno != EINTR)) break; /* the front is gone: leave quietly */
         if (!st_engine_busy(e)) continue;
         if (wd) st_watchdog_busy(wd, 1);
         step++;
