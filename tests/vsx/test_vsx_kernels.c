@@ -110,6 +110,12 @@ static void test_weight_type(const st_cpu_kernels *sv, const st_cpu_kernels *vv,
         float s_all[NR], s_one, s_sc[NR];
         V->vec_dot(k, wqa + m * wrow, xv, xrow, NR, s_all);
         if (S->vec_type == V->vec_type) S->vec_dot(k, wqa + m * wrow, xv, xrow, NR, s_sc);
+        for (int nr = 2; nr < NR; nr += 3) { /* groups of 2 and 5 rows starting at row 1 */
+            float s_part[NR];
+            V->vec_dot(k, wqa + m * wrow, xv + xrow, xrow, nr, s_part);
+            CHECK(memcmp(s_part, s_all + 1, sizeof(float) * (size_t)nr) == 0, "%s k=%lld: nr=%d differs from nr=%d", tn,
+                  (long long)k, nr, NR);
+        }
         for (int j = 0; j < NR; j++) {
             V->vec_dot(k, wqa + m * wrow, xv + j * xrow, xrow, 1, &s_one);
             CHECK(memcmp(&s_one, &s_all[j], sizeof s_one) == 0, "%s k=%lld: nr=%d row %d gives %.9g, nr=1 gives %.9g",
