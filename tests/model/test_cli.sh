@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# End-to-end checks of the model commands: gen-model for every family, tokenize, logits
+# (file size, CPU vs reference), run (seeded reproducibility, statistics line), bench --json,
+# and, when llama.cpp's reference tool is built, logits against llama.cpp.
+# usage: test_cli.sh STRATA F32CMP [LLAMA_REF]
+set -u
+STRATA=$1
+F32CMP=$2
+LLAMA_REF=${3:-}
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-cli-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # message, command...
+  local msg=$1; shift
+  if ! "$@"; then echo "FAIL: $msg"; fail=1; fi
+}
+export STRATA_SIM=devices=1,mem=1GiB
+
+for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe; do
+  check "$a: gen-model" "$STRATA" gen-model --arch $a --type f32 --out "$T/$a.gguf" --seed 3
+  [ -f "$T/$a.gguf" ] || continue
+  V=$("$STRATA" tokenize -m "$T/$a.gguf" --text "hello world" | wc -w)
+  check "$a: tokenize gives ids" test "$V" -ge 2
+  check "$a: logits (cpu)" "$STRATA" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.cpu.f32" --threads 1
+  check "$a: logits (ref)" "$STRATA" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.ref.f32" --backend ref
+  SZ=$(stat -c %s "$T/$a.ref.f32" 2>/dev/null || echo 0)
+  NV=$("$STRATA" logits -m "$T/$a.gguf" --tokens 1 --out "$T/one.f32" --backend ref 2>&1 | sed -n 's/.* x \([0-9]*\) logits.*/\1/p')
+  check "$a: --all writes 5 x n_vocab floats ($SZ bytes, vocab $NV)" test "$SZ" -eq $((5 * 4 * NV))
+  check "$a: cpu logits match the reference" "$F32CMP" "$T/$a.cpu.f32" "$T/$a.ref.f32" 1e-4
+  if [ -n "$LLAMA_REF" ] && [ -x "$LLAMA_REF" ]; then
+    check "$a: llama.cpp loads the generated file" "$LLAMA_REF" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.llama.f32"
+    check "$a: logits match llama.cpp" "$F32CMP" "$T/$a.ref.f32" "$T/$a.llama.f32" 1e-4
+  fi
+done
+
+M="$T/qwen3moe.gguf"
+"$STRATA" run -m "$M" -p "hello" -n 24 --seed 42 --threads 1 >"$T/r1.txt" 2>"$T/r1.err"
+check "run exits 0" test $? -eq 0
+"$STRATA" run -m "$M" -p "hello" -n 24 --seed 42 --backend ref >"$T/r2.txt" 2>/dev/null
+check "run: same seed, same text on cpu and ref" cmp -s "$T/r1.txt" "$T/r2.txt"
+check "run: statistics line" grep -q "prompt: [0-9]* tokens, .* tok/s | generated: 24 tokens" "$T/r1.err"
+"$STRATA" run -m "$M" -p "hello" -n 24 --seed 43 --threads 1 >"$T/r3.txt" 2>/dev/null
+check "run: another seed changes the text" bash -c "! cmp -s '$T/r1.txt' '$T/r3.txt'"
+"$STRATA" run -m "$M" -p "hello" -n 16 --temp 0 --threads 1 >"$T/g1.txt" 2>/dev/null
+"$STRATA" run -m "$M" -p "hello" -n 16 --temp 0 --backend sim >"$T/g2.txt" 2>/dev/null
+check "run: greedy is the same on cpu and sim" cmp -s "$T/g1.txt" "$T/g2.txt"
+
+"$STRATA" bench -m "$M" -p 32 -n 8 -r 1 --json --threads 1 >"$T/b.json"
+check "bench --json" grep -q '"decode_tok_s":[0-9]' "$T/b.json"
+check "bench reports bytes per token" grep -q '"experts":[1-9]' "$T/b.json"
+
+check "refusal: unsupported arch" bash -c "! '$STRATA' gen-model --arch mamba --out '$T/x.gguf' 2>'$T/e.txt' && grep -q mamba '$T/e.txt'"
+check "refusal: a missing model" bash -c "! '$STRATA' run -m '$T/none.gguf' -p x 2>/dev/null"
+exit $fail
