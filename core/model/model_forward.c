@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_graph.h"
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
@@ -294,20 +295,13 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     return 0;
 }
 
-int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
+/* The device ops of a step whose inputs prepare() uploaded (captured as a graph at decode). */
+static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     st_work *w = &m->w;
     const char *layer_txt = "";
     char lt[32];
-    m->n_out = 0;
-    if (!b || b->n <= 0 || b->n > m->p.n_batch) {
-        snprintf(err, errlen, "batch of %d tokens (must be 1..%d)", b ? b->n : 0, m->p.n_batch);
-        return -1;
-    }
-    const int64_t n = b->n, E = hp->n_embd, N = m->p.n_batch;
-    int32_t n_out = 0;
-    if (prepare(m, b, &n_out, err, errlen)) return -1;
-
+    const int64_t E = hp->n_embd, N = m->p.n_batch;
     st_get_rows_args g;
     memset(&g, 0, sizeof g);
     g.w = m->tok_embd;
@@ -342,6 +336,21 @@ int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
         RUN(get_rows, g, "output rows");
         if (matmul(m, &m->output, w->sel, w->logits, n_out, layer_txt, "output", err, errlen)) return -1;
     }
+    return 0;
+}
+
+int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
+    m->n_out = 0;
+    if (!b || b->n <= 0 || b->n > m->p.n_batch) {
+        snprintf(err, errlen, "batch of %d tokens (must be 1..%d)", b ? b->n : 0, m->p.n_batch);
+        return -1;
+    }
+    int32_t n_out = 0;
+    if (prepare(m, b, &n_out, err, errlen)) return -1;
+    int rc = 0;
+    if (!st_model_graph_run(m, b->n, n_out, forward_ops, &rc, err, errlen))
+        rc = forward_ops(m, b->n, n_out, err, errlen);
+    if (rc) return -1;
     m->n_out = n_out;
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_graph.h"
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
@@ -263,6 +264,7 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
 void st_model_free(st_model *m) {
     if (!m) return;
     if (m->stream) m->api->stream_sync(m->stream);
+    st_model_graph_release(m);
     st_kv_free(m->kv);
     for (int32_t i = m->n_bufs - 1; i >= 0; i--) m->api->mem_free(m->dev, m->bufs[i]);
     if (m->stream) m->api->stream_destroy(m->stream);
