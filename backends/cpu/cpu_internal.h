@@ -100,7 +100,10 @@ static inline void st_cpu_split(int64_t count, int ith, int nth, int64_t *start,
     *end = count * (ith + 1) / nth;
 }
 
-/* ---- ops (one file per group) ---- */
+/* ---- ops (one file per group) ----
+ * Each op has the semantics of its comment in strata/backend.h (core/ref is the oracle), checks
+ * its arguments before writing anything (ST_INVALID / ST_UNSUPPORTED / ST_OOM with an error
+ * text through st_mod_fail), and has finished when it returns (host-memory stream). */
 st_status st_cpu_get_rows(st_stream *s, const st_get_rows_args *a);
 st_status st_cpu_matmul(st_stream *s, const st_matmul_args *a);
 st_status st_cpu_moe_matmul(st_stream *s, const st_moe_matmul_args *a);

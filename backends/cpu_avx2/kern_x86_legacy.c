@@ -62,13 +62,49 @@ static void x_q8_1_from_float(const float *x, void *vy, int64_t k) {
 
 #define ROW(T, x, xs, j) ((const T *)((const char *)(x) + (size_t)(j) * (xs)))
 
-/* Signed weights (32 int8 in a vector) per block, from a block-unpacking expression. */
+/* Signed weights (32 int8 in a vector) per block, from a block-unpacking expression. With
+ * AVX-512 VNNI two blocks share one 64-byte register (the odd last block takes the 32-byte
+ * path); either way each row's order of operations is fixed by k alone. */
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define ST_SIGNED_PAIRS(WT, UNPACK)                                                                      \
+    for (; b + 1 < nb; b += 2) {                                                                         \
+        __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(UNPACK(&w[b])), UNPACK(&w[b + 1]), 1);   \
+        __m512i aw = _mm512_abs_epi8(wv);                                                                \
+        __mmask64 neg = _mm512_movepi8_mask(wv);                                                         \
+        float d0 = st_x86_h2f(w[b].d), d1 = st_x86_h2f(w[b + 1].d);                                      \
+        for (int j = 0; j < NR; j++) {                                                                   \
+            const st_block_q8_0 *xb = ROW(st_block_q8_0, x, xs, j) + b;                                  \
+            __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].qs)), \
+                                            _mm256_loadu_si256((const __m256i *)xb[1].qs), 1);           \
+            xv = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);                              \
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, xv);                             \
+            __m512 sc = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(d0 * st_x86_h2f(xb[0].d))), \
+                                           _mm256_set1_ps(d1 * st_x86_h2f(xb[1].d)), 1);                 \
+            acc2[j] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(p), acc2[j]);                               \
+        }                                                                                                \
+    }
+#define ST_PAIR_ACC_DECL __m512 acc2[8];
+#define ST_PAIR_ACC_INIT(j) acc2[j] = _mm512_setzero_ps()
+#define ST_PAIR_ACC_SUM(j) _mm512_reduce_add_ps(acc2[j])
+#else
+#define ST_SIGNED_PAIRS(WT, UNPACK)
+#define ST_PAIR_ACC_DECL
+#define ST_PAIR_ACC_INIT(j) ((void)0)
+#define ST_PAIR_ACC_SUM(j) 0.0f
+#endif
+
 #define ST_SIGNED_DOT(name, WT, UNPACK)                                                                  \
     ST_X86_INLINE void name##_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) { \
         const WT *w = vw;                                                                                \
         __m256 acc[8];                                                                                   \
-        for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();                                       \
-        for (int64_t b = 0; b < k / 32; b++) {                                                           \
+        ST_PAIR_ACC_DECL                                                                                 \
+        for (int j = 0; j < NR; j++) {                                                                   \
+            acc[j] = _mm256_setzero_ps();                                                                \
+            ST_PAIR_ACC_INIT(j);                                                                         \
+        }                                                                                                \
+        int64_t b = 0, nb = k / 32;                                                                      \
+        ST_SIGNED_PAIRS(WT, UNPACK)                                                                      \
+        for (; b < nb; b++) {                                                                            \
             __m256i wv = UNPACK(&w[b]);                                                                  \
             __m256i aw = _mm256_sign_epi8(wv, wv);                                                       \
             float dw = st_x86_h2f(w[b].d);                                                               \
@@ -79,7 +115,7 @@ static void x_q8_1_from_float(const float *x, void *vy, int64_t k) {
                 acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * st_x86_h2f(xb->d)), _mm256_cvtepi32_ps(p), acc[j]); \
             }                                                                                            \
         }                                                                                                \
-        for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]);                                         \
+        for (int j = 0; j < NR; j++) s[j] = ST_PAIR_ACC_SUM(j) + st_x86_hsum(acc[j]);                    \
     }                                                                                                    \
     ST_X86_VEC_DOT(name)
 
