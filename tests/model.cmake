@@ -12,6 +12,10 @@ if(TARGET st_model AND TARGET st_ref)
   target_link_libraries(test_arch PRIVATE st_model_testutil)
   add_test(NAME model.arch COMMAND test_arch ${ST_STORIES})
 
+  add_executable(test_kv ${CMAKE_CURRENT_SOURCE_DIR}/model/test_kv.c)
+  target_link_libraries(test_kv PRIVATE st_model_testutil)
+  add_test(NAME model.kv COMMAND test_kv)
+
   add_executable(test_model_ref ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_ref.c)
   target_link_libraries(test_model_ref PRIVATE st_model_testutil)
   add_test(NAME model.forward_ref COMMAND test_model_ref)

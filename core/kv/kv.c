@@ -18,6 +18,7 @@ struct st_kv {
     int32_t *table_dev;     /* device copy */
     int32_t *seq_len;       /* [n_seq] */
     uint8_t *dirty;         /* [n_seq] */
+    int32_t *dirty_lo, *dirty_hi; /* [n_seq] changed positions [lo, hi) of each row */
     int32_t *pages;         /* [n_seq][n_pages_per_seq]: page index or -1 */
     int32_t pages_per_seq;
     int32_t *free_pages;    /* stack of free page ids */
@@ -81,9 +82,12 @@ st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream
     kv->table = malloc((size_t)p.n_seq * (size_t)p.n_ctx * sizeof *kv->table);
     kv->seq_len = calloc((size_t)p.n_seq, sizeof *kv->seq_len);
     kv->dirty = calloc((size_t)p.n_seq, 1);
+    kv->dirty_lo = calloc((size_t)p.n_seq, sizeof *kv->dirty_lo);
+    kv->dirty_hi = calloc((size_t)p.n_seq, sizeof *kv->dirty_hi);
     kv->pages = malloc((size_t)p.n_seq * (size_t)kv->pages_per_seq * sizeof *kv->pages);
     kv->free_pages = malloc((size_t)kv->n_pages * sizeof *kv->free_pages);
-    if (!kv->k || !kv->v || !kv->table || !kv->seq_len || !kv->dirty || !kv->pages || !kv->free_pages)
+    if (!kv->k || !kv->v || !kv->table || !kv->seq_len || !kv->dirty || !kv->dirty_lo || !kv->dirty_hi ||
+        !kv->pages || !kv->free_pages)
         goto oom;
     st_kv_clear(kv);
     for (int32_t l = 0; l < p.n_layer; l++) {
@@ -129,12 +133,27 @@ void st_kv_free(st_kv *kv) {
     free(kv->table);
     free(kv->seq_len);
     free(kv->dirty);
+    free(kv->dirty_lo);
+    free(kv->dirty_hi);
     free(kv->pages);
     free(kv->free_pages);
     free(kv);
 }
 
 const st_kv_params *st_kv_params_of(const st_kv *kv) { return &kv->p; }
+
+/* Records that positions [lo, hi) of seq's table row changed. */
+static void mark(st_kv *kv, int32_t seq, int32_t lo, int32_t hi) {
+    if (hi > kv->p.n_ctx) hi = kv->p.n_ctx;
+    if (!kv->dirty[seq]) {
+        kv->dirty[seq] = 1;
+        kv->dirty_lo[seq] = lo;
+        kv->dirty_hi[seq] = hi;
+        return;
+    }
+    if (lo < kv->dirty_lo[seq]) kv->dirty_lo[seq] = lo;
+    if (hi > kv->dirty_hi[seq]) kv->dirty_hi[seq] = hi;
+}
 
 void st_kv_clear(st_kv *kv) {
     const st_kv_params *p = &kv->p;
@@ -144,7 +163,8 @@ void st_kv_clear(st_kv *kv) {
     for (int32_t i = 0; i < kv->n_pages; i++) kv->free_pages[i] = kv->n_pages - 1 - i; /* pop 0 first */
     for (int32_t s = 0; s < p->n_seq; s++) {
         kv->seq_len[s] = 0;
-        kv->dirty[s] = 1;
+        kv->dirty[s] = 0;
+        mark(kv, s, 0, p->n_ctx);
     }
 }
 
@@ -152,10 +172,7 @@ int32_t st_kv_cell(st_kv *kv, int32_t seq, int32_t pos) {
     const st_kv_params *p = &kv->p;
     if (seq < 0 || seq >= p->n_seq || pos < 0 || pos >= p->n_ctx) return -1;
     int32_t *row = kv->table + (int64_t)seq * p->n_ctx;
-    if (pos + 1 > kv->seq_len[seq]) {
-        kv->seq_len[seq] = pos + 1;
-        kv->dirty[seq] = 1;
-    }
+    if (pos + 1 > kv->seq_len[seq]) kv->seq_len[seq] = pos + 1;
     if (row[pos] >= 0) return row[pos];
     int32_t pi = pos / p->page_size;
     int32_t *pg = &kv->pages[(int64_t)seq * kv->pages_per_seq + pi];
@@ -167,8 +184,8 @@ int32_t st_kv_cell(st_kv *kv, int32_t seq, int32_t pos) {
             int32_t q = pi * p->page_size + o;
             if (q < p->n_ctx) row[q] = *pg * p->page_size + o;
         }
+        mark(kv, seq, pi * p->page_size, (pi + 1) * p->page_size);
     }
-    kv->dirty[seq] = 1;
     return row[pos];
 }
 
@@ -192,9 +209,9 @@ void st_kv_seq_truncate(st_kv *kv, int32_t seq, int32_t n_pos) {
             int32_t q = pi * p->page_size + o;
             if (q < p->n_ctx) row[q] = -1;
         }
+        mark(kv, seq, pi * p->page_size, (pi + 1) * p->page_size);
     }
     kv->seq_len[seq] = n_pos;
-    kv->dirty[seq] = 1;
 }
 
 int64_t st_kv_cells_free(const st_kv *kv) { return (int64_t)kv->n_free * kv->p.page_size; }
@@ -203,10 +220,12 @@ st_status st_kv_sync(st_kv *kv, st_stream *stream) {
     const st_kv_params *p = &kv->p;
     for (int32_t s = 0; s < p->n_seq; s++) {
         if (!kv->dirty[s]) continue;
-        /* upload the whole row: cheap, and positions past the length read as -1 */
-        int64_t off = (int64_t)s * p->n_ctx;
-        st_status st = kv->api->copy_h2d(stream, kv->table_dev + off, kv->table + off,
-                                         (uint64_t)p->n_ctx * sizeof(int32_t));
+        /* only the changed positions (page allocations and releases) */
+        int64_t off = (int64_t)s * p->n_ctx + kv->dirty_lo[s];
+        int32_t n = kv->dirty_hi[s] - kv->dirty_lo[s];
+        st_status st = n <= 0 ? ST_OK
+                              : kv->api->copy_h2d(stream, kv->table_dev + off, kv->table + off,
+                                                  (uint64_t)n * sizeof(int32_t));
         if (st != ST_OK) return st;
         kv->dirty[s] = 0;
     }
