@@ -22,7 +22,10 @@ static void help(FILE *f) {
             "                        that do not fit T's blocks fall back to Q8_0 or F16\n"
             "  --seed S              random seed (default 1)\n"
             "  --router-skew X       0 = uniform routing; larger = a few experts dominate\n"
-            "  --ctx-train N         <arch>.context_length written (default 4096)\n",
+            "  --ctx-train N         <arch>.context_length written (default 4096)\n"
+            "  --rope-base X         rope.freq_base (default 10000; qwen3-30b-a3b 1e6)\n"
+            "  --rope-scaling T      none, linear or yarn, with --rope-factor X and\n"
+            "                        --rope-orig-ctx N (original training context)\n",
             st_gen_preset_names());
 }
 
@@ -110,6 +113,24 @@ int st_cmd_gen_model(int argc, char **argv) {
                 fprintf(stderr, "strata gen-model: bad --seed '%s'\n", v);
                 return 2;
             }
+        } else if ((r = st_cli_opt(argc, argv, &i, "--rope-scaling", NULL, &v))) {
+            if (r < 0) return 2;
+            if (!strcmp(v, "yarn")) p.hp.rope_scaling = ST_ROPE_SCALING_YARN;
+            else if (!strcmp(v, "linear")) p.hp.rope_scaling = ST_ROPE_SCALING_LINEAR;
+            else if (!strcmp(v, "none")) p.hp.rope_scaling = ST_ROPE_SCALING_NONE;
+            else {
+                fprintf(stderr, "strata gen-model: --rope-scaling must be none, linear or yarn\n");
+                return 2;
+            }
+        } else if ((r = st_cli_opt(argc, argv, &i, "--rope-factor", NULL, &v))) {
+            if (r < 0 || st_cli_float("gen-model", "--rope-factor", v, &x) || x <= 0) return 2;
+            p.hp.rope_freq_scale = (float)(1.0 / x);
+        } else if ((r = st_cli_opt(argc, argv, &i, "--rope-orig-ctx", NULL, &v))) {
+            if (r < 0 || st_cli_int("gen-model", "--rope-orig-ctx", v, 1, 1 << 24, &n)) return 2;
+            p.hp.n_ctx_orig = (int32_t)n;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--rope-base", NULL, &v))) {
+            if (r < 0 || st_cli_float("gen-model", "--rope-base", v, &x) || x <= 0) return 2;
+            p.hp.rope_freq_base = (float)x;
         } else if ((r = st_cli_opt(argc, argv, &i, "--router-skew", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--router-skew", v, &x)) return 2;
             p.router_skew = (float)x;

@@ -234,6 +234,12 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
     F32("attention.layer_norm_rms_epsilon", h->rms_eps);
     U32("rope.dimension_count", h->n_rot);
     F32("rope.freq_base", h->rope_freq_base);
+    if (h->rope_scaling != ST_ROPE_SCALING_NONE) {
+        snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+        rc |= st_gguf_writer_set_str(w, k, h->rope_scaling == ST_ROPE_SCALING_YARN ? "yarn" : "linear");
+        F32("rope.scaling.factor", h->rope_freq_scale > 0 ? 1.0f / h->rope_freq_scale : 1.0f);
+        U32("rope.scaling.original_context_length", h->n_ctx_orig > 0 ? h->n_ctx_orig : h->n_ctx_train);
+    }
     if (h->n_expert > 0) {
         U32("expert_count", h->n_expert);
         U32("expert_used_count", h->n_expert_used);

@@ -33,6 +33,21 @@ for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe; do
   fi
 done
 
+# rope scaling (YaRN) past the original context
+check "yarn: gen-model" "$STRATA" gen-model --arch qwen3 --type f32 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 32 --out "$T/yarn.gguf"
+TOK=$(seq -s, 1 5 300)
+check "yarn: logits (ref)" "$STRATA" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.ref.f32" --backend ref
+check "yarn: logits (cpu)" "$STRATA" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.cpu.f32" --threads 1
+check "yarn: cpu matches the reference" "$F32CMP" "$T/yarn.cpu.f32" "$T/yarn.ref.f32" 1e-4
+if [ -n "$LLAMA_REF" ] && [ -x "$LLAMA_REF" ]; then
+  check "yarn: llama.cpp" "$LLAMA_REF" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.llama.f32"
+  check "yarn: logits match llama.cpp" "$F32CMP" "$T/yarn.ref.f32" "$T/yarn.llama.f32" 1e-4
+fi
+# KV cache types
+check "kv q8_0: logits" "$STRATA" logits -m "$T/qwen3.gguf" --tokens 1,2,3,40,50 --all --out "$T/q8.f32" --kv-type q8_0 --backend ref
+check "kv q8_0: close to f32" "$F32CMP" "$T/q8.f32" "$T/qwen3.ref.f32" 5e-2
+check "kv q8_0: not identical to f32" bash -c "! cmp -s '$T/q8.f32' '$T/qwen3.ref.f32'"
+
 M="$T/qwen3moe.gguf"
 "$STRATA" run -m "$M" -p "hello" -n 24 --seed 42 --threads 1 >"$T/r1.txt" 2>"$T/r1.err"
 check "run exits 0" test $? -eq 0
