@@ -16,6 +16,7 @@ ST_CMD(st_cmd_bench);
 ST_CMD(st_cmd_serve);
 ST_CMD(st_cmd_profile_experts);
 ST_CMD(st_cmd_engine);
+ST_CMD(st_cmd_plan);
 #undef ST_CMD
 
 #endif

@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
         {"bench", st_cmd_bench, "measure prefill and decode speed"},
         {"serve", st_cmd_serve, "serve the OpenAI-compatible HTTP API"},
         {"profile-experts", st_cmd_profile_experts, "record which experts prompts route to"},
+        {"plan", st_cmd_plan, "print the memory plan of a model on the chosen devices"},
         {"engine", st_cmd_engine, NULL}, /* started by `strata serve` */
     };
     const size_t n = sizeof cmds / sizeof cmds[0];

@@ -1,0 +1,266 @@
+/* strata plan -m F.gguf [options]: the memory plan of a model on the chosen devices, printed
+ * as one table per device (consumer, MiB, why), with the degrade warnings; nothing is
+ * allocated except each runtime's own context, which is measured. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/arch.h"
+#include "backend/backend_registry.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "gguf/gguf.h"
+#include "kv/kv.h"
+#include "plan/plan.h"
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: strata plan -m F.gguf [options]\n"
+            "  --backend NAME          devices of this module only (cuda, sim, cpu, ...)\n"
+            "  --device LIST           comma-separated device indexes of `strata backends`' list, or NAME:N\n"
+            "                          (default: every GPU-like device, else the CPU)\n"
+            "  --parallel N            concurrent slots (default 1)\n"
+            "  --ctx N                 positions per slot (default min(training context, 4096))\n"
+            "  --kv-type T             f16 (default), f32, q8_0\n"
+            "  --batch N               largest prefill chunk in tokens (default 512)\n"
+            "  --verify-window W       draft tokens verified per slot and step (default 0)\n"
+            "  --draft-bytes SIZE      draft / MTP head on the last device\n"
+            "  --extra NAME:DEV:SIZE   a consumer registered by name (repeatable)\n"
+            "  --layers A,B,...        layers per device (default: split by usable memory)\n"
+            "  --vram-budget SIZE[,SIZE...]  act as if each device had at most SIZE (one for all, or per device)\n"
+            "  --vram-reserve-mib N    keep N MiB free on every device\n"
+            "  --expert-cache auto|N   expert slots per device (auto: what is left)\n"
+            "  --runtime-overhead SIZE the runtime's own bytes when not measurable (added to what is measured)\n"
+            "  --json | --metrics      print the plan as JSON or Prometheus lines instead of the table\n"
+            "Exit status: 0 the plan fits (maybe degraded, see WARNING lines), 1 refused, 2 bad arguments.\n");
+}
+
+static int parse_size_opt(const char *name, const char *v, uint64_t *out) {
+    if (st_plan_parse_size(v, out)) {
+        fprintf(stderr, "strata plan: bad value for %s: '%s' (a size like 512MiB or 24GiB)\n", name, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int is_gpu_like(const st_backend_device *d) {
+    return strcmp(d->props->vendor, "cpu") != 0;
+}
+
+/* Picks devices from --backend / --device into out[]; returns the count or -1. */
+static int pick_devices(st_backend_registry *reg, const char *backend, const char *list,
+                        const st_backend_device **out, int cap) {
+    const uint32_t n = st_backend_registry_n_devices(reg);
+    int k = 0;
+    if (list) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", list);
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            const char *colon = strchr(t, ':');
+            const st_backend_device *pick = NULL;
+            if (colon) {
+                long idx = strtol(colon + 1, NULL, 10);
+                for (uint32_t i = 0; i < n && !pick; i++) {
+                    const st_backend_device *d = st_backend_registry_device(reg, i);
+                    if ((size_t)(colon - t) == strlen(d->module->api->name) &&
+                        !strncmp(t, d->module->api->name, (size_t)(colon - t)) && d->index == (uint32_t)idx)
+                        pick = d;
+                }
+            } else {
+                char *end = NULL;
+                long idx = strtol(t, &end, 10);
+                if (end != t && !*end && idx >= 0 && (uint32_t)idx < n) pick = st_backend_registry_device(reg, (uint32_t)idx);
+            }
+            if (!pick) {
+                fprintf(stderr, "strata plan: --device '%s': no such usable device (see `strata backends`)\n", t);
+                return -1;
+            }
+            if (k == cap) break;
+            out[k++] = pick;
+        }
+        return k;
+    }
+    for (uint32_t i = 0; i < n && k < cap; i++) {
+        const st_backend_device *d = st_backend_registry_device(reg, i);
+        if (backend ? (!strcmp(d->module->api->name, backend) || !strcmp(d->module->backend, backend)) : is_gpu_like(d))
+            out[k++] = d;
+    }
+    for (uint32_t i = 0; i < n && k == 0 && !backend; i++) {
+        const st_backend_device *d = st_backend_registry_device(reg, i);
+        if (!strcmp(d->props->vendor, "cpu")) out[k++] = d;
+    }
+    if (k == 0)
+        fprintf(stderr, "strata plan: no usable device%s%s (see `strata backends`)\n", backend ? " of backend " : "",
+                backend ? backend : "");
+    return k;
+}
+
+int st_cmd_plan(int argc, char **argv) {
+    const char *model = NULL, *backend = NULL, *devlist = NULL, *budget = NULL, *layers = NULL, *v;
+    st_plan_request r;
+    st_plan_request_default(&r);
+    uint64_t extra_overhead = 0;
+    int json = 0, metrics = 0;
+    long n;
+    for (int i = 1; i < argc; i++) {
+        int k;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json")) { json = 1; continue; }
+        if (!strcmp(argv[i], "--metrics")) { metrics = 1; continue; }
+        if ((k = st_cli_opt(argc, argv, &i, "--model", "-m", &v))) { if (k < 0) return 2; model = v; }
+        else if ((k = st_cli_opt(argc, argv, &i, "--backend", NULL, &v))) { if (k < 0) return 2; backend = v; }
+        else if ((k = st_cli_opt(argc, argv, &i, "--device", NULL, &v))) { if (k < 0) return 2; devlist = v; }
+        else if ((k = st_cli_opt(argc, argv, &i, "--parallel", "-np", &v))) {
+            if (k < 0 || st_cli_int("plan", "--parallel", v, 1, 4096, &n)) return 2;
+            r.n_slots = (int32_t)n;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--ctx", "-c", &v))) {
+            if (k < 0 || st_cli_int("plan", "--ctx", v, 16, 1L << 30, &n)) return 2;
+            r.n_ctx = (int32_t)n;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--batch", NULL, &v))) {
+            if (k < 0 || st_cli_int("plan", "--batch", v, 1, 1 << 20, &n)) return 2;
+            r.n_batch = (int32_t)n;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--verify-window", NULL, &v))) {
+            if (k < 0 || st_cli_int("plan", "--verify-window", v, 0, 256, &n)) return 2;
+            r.verify_window = (int32_t)n;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--kv-type", NULL, &v))) {
+            int t = k < 0 ? -1 : st_kv_type_from_name(v);
+            if (t < 0) {
+                fprintf(stderr, "strata plan: --kv-type must be f16, f32 or q8_0\n");
+                return 2;
+            }
+            r.kv_type = (uint32_t)t;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--draft-bytes", NULL, &v))) {
+            if (k < 0 || parse_size_opt("--draft-bytes", v, &r.draft_head_bytes)) return 2;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--runtime-overhead", NULL, &v))) {
+            if (k < 0 || parse_size_opt("--runtime-overhead", v, &extra_overhead)) return 2;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--vram-budget", NULL, &v))) {
+            if (k < 0) return 2;
+            budget = v;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--layers", NULL, &v))) {
+            if (k < 0) return 2;
+            layers = v;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--vram-reserve-mib", NULL, &v))) {
+            if (k < 0 || st_cli_int("plan", "--vram-reserve-mib", v, 0, 1L << 30, &n)) return 2;
+            r.reserve = (uint64_t)n << 20;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--expert-cache", NULL, &v))) {
+            if (k < 0) return 2;
+            if (!strcmp(v, "auto")) r.expert_cache = -1;
+            else if (st_cli_int("plan", "--expert-cache", v, 0, 1L << 30, &n)) return 2;
+            else r.expert_cache = n;
+        } else if ((k = st_cli_opt(argc, argv, &i, "--extra", NULL, &v))) {
+            if (k < 0) return 2;
+            char nm[ST_PLAN_NAME_MAX] = {0};
+            int dev = -1;
+            const char *c1 = strchr(v, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            uint64_t b = 0;
+            if (!c1 || !c2 || c1 == v || (size_t)(c1 - v) >= sizeof nm || r.n_extra >= ST_PLAN_MAX_EXTRA ||
+                st_plan_parse_size(c2 + 1, &b)) {
+                fprintf(stderr, "strata plan: --extra wants NAME:DEVICE:SIZE (at most %d)\n", ST_PLAN_MAX_EXTRA);
+                return 2;
+            }
+            memcpy(nm, v, (size_t)(c1 - v));
+            dev = atoi(c1 + 1);
+            st_plan_extra *e = &r.extra[r.n_extra++];
+            snprintf(e->name, sizeof e->name, "%s", nm);
+            e->device = dev;
+            e->bytes = b;
+        } else {
+            fprintf(stderr, "strata plan: unknown option '%s'\n", argv[i]);
+            help(stderr);
+            return 2;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "strata plan: no model given (-m F.gguf)\n");
+        return 2;
+    }
+    char err[1024];
+    st_gguf *g = st_gguf_open(model, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "strata plan: %s\n", err);
+        return 1;
+    }
+    st_model_desc *desc = st_arch_describe(g, err, sizeof err);
+    if (!desc) {
+        fprintf(stderr, "strata plan: %s\n", err);
+        st_gguf_close(g);
+        return 1;
+    }
+    int rc = 1;
+    st_backend_options opt;
+    memset(&opt, 0, sizeof opt);
+    st_backend_registry *reg = st_backend_registry_open(&opt);
+    const st_backend_device *picked[ST_PLAN_MAX_DEVICES];
+    st_plan_device_in in[ST_PLAN_MAX_DEVICES];
+    int nd = reg ? pick_devices(reg, backend, devlist, picked, ST_PLAN_MAX_DEVICES) : -1;
+    if (nd <= 0) {
+        rc = nd < 0 ? 2 : 1;
+        goto out;
+    }
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < nd; i++) {
+        const st_backend_device *d = picked[i];
+        snprintf(in[i].name, sizeof in[i].name, "%.8s%u (%.40s)", d->module->api->name, d->index, d->props->name);
+        in[i].mem_total = d->props->mem_total;
+        in[i].mem_free = d->props->mem_free;
+        in[i].unified = (d->props->caps & ST_CAP_UNIFIED) != 0;
+        /* the runtime's own overhead: free memory before and after opening the device */
+        st_device *dev = NULL;
+        if (d->module->api->device_open(d->index, &dev) == ST_OK) {
+            uint64_t fr = 0, tot = 0;
+            if (d->module->api->mem_info(dev, &fr, &tot) == ST_OK && fr < in[i].mem_free)
+                in[i].runtime_overhead = in[i].mem_free - fr;
+            d->module->api->device_close(dev);
+        }
+        in[i].runtime_overhead += extra_overhead;
+    }
+    if (budget) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", budget);
+        int i = 0;
+        uint64_t last = 0;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
+            if (parse_size_opt("--vram-budget", t, &last)) { rc = 2; goto out; }
+            if (i < nd) in[i].vram_budget = last;
+        }
+        if (i == 1)
+            for (int j = 1; j < nd; j++) in[j].vram_budget = last; /* one value: every device */
+    }
+    if (layers) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", layers);
+        int i = 0;
+        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && i < nd; t = strtok_r(NULL, ",", &save), i++)
+            in[i].n_layers = atoi(t);
+    }
+    st_plan *p = st_plan_build(desc, in, nd, &r, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "strata plan: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    size_t cap = 1 << 16;
+    char *text = malloc(cap);
+    if (text) {
+        if (json) st_plan_format_json(p, text, cap);
+        else if (metrics) st_plan_format_metrics(p, text, cap);
+        else {
+            char sum[256];
+            st_model_desc_summary(desc, sum, sizeof sum);
+            printf("%s\n", sum);
+            st_plan_format(p, text, cap);
+        }
+        fputs(text, stdout);
+        free(text);
+    }
+    rc = p->ok ? 0 : 1;
+    st_plan_free(p);
+out:
+    if (reg) st_backend_registry_close(reg);
+    st_model_desc_free(desc);
+    st_gguf_close(g);
+    return rc;
+}
