@@ -140,6 +140,21 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
         st_oai_error_set(err, 400, NULL, "invalid_value", "n", "only n=1 is supported");
         goto done;
     }
+    /* features this server does not have are refused, not silently ignored */
+    cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    cJSON *lp = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
+    cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+    cJSON *rft = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+    const char *unsupported = cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0 ? "tools"
+                              : (cJSON_IsTrue(lp) || (cJSON_IsNumber(lp) && lp->valuedouble > 0)) ? "logprobs"
+                              : rf && !cJSON_IsNull(rf) && !(cJSON_IsString(rft) && !strcmp(rft->valuestring, "text"))
+                                  ? "response_format"
+                                  : NULL;
+    if (unsupported) {
+        st_oai_error_set(err, 400, NULL, "unsupported_parameter", unsupported, "'%s' is not supported by this server",
+                         unsupported);
+        goto done;
+    }
     cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
     if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream)) {
         st_oai_error_set(err, 400, NULL, "invalid_type", "stream", "'stream' must be a boolean");

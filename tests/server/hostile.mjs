@@ -81,12 +81,18 @@ await check('wrong types and values -> 400 naming the parameter', async () => {
     [{ ...good, model: 42 }, 'model'],
     [{ ...good, top_p: 1.5 }, 'top_p'],
     [{ ...good, seed: 'x' }, 'seed'],
+    [{ ...good, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools'],
+    [{ ...good, logprobs: true }, 'logprobs'],
+    [{ ...good, response_format: { type: 'json_object' } }, 'response_format'],
   ];
   for (const [body, param] of cases) {
     const r = await post(srv, '/v1/chat/completions', body, auth);
     assertError(r, 400);
     assert.equal(r.json.error.param, param, `param of ${JSON.stringify(body).slice(0, 120)}`);
   }
+  // what is not used is accepted: empty tools, logprobs false, text format
+  const ok = await post(srv, '/v1/chat/completions', { ...good, tools: [], logprobs: false, response_format: { type: 'text' } }, auth);
+  assert.equal(ok.status, 200, ok.text);
   assertError(await post(srv, '/v1/completions', { model: 'tiny-alias', prompt: 7 }, auth), 400);
   assertError(await post(srv, '/v1/completions', { model: 'tiny-alias' }, auth), 400);
   await assert.rejects(client.chat.completions.create({ ...good, temperature: 'hot' }),
