@@ -18,6 +18,7 @@ static void help(FILE *f) {
             "  --experts N --experts-used N --expert-ff N --shared-expert-ff N\n"
             "  --vocab-from V.gguf   copy the tokenizer (every tokenizer.* key) of V.gguf;\n"
             "                        default: a built-in small byte-level vocabulary\n"
+            "  --vocab-size N        pad the built-in vocabulary to N tokens (output matrix size)\n"
             "  --type T              weight type of the matrices (F32, F16, Q8_0, Q4_K, ...); rows\n"
             "                        that do not fit T's blocks fall back to Q8_0 or F16\n"
             "  --seed S              random seed (default 1)\n"
@@ -87,6 +88,7 @@ int st_cmd_gen_model(int argc, char **argv) {
         IOPT("--expert-ff", 0, 1 << 22, p.hp.n_ff_exp)
         IOPT("--shared-expert-ff", 0, 1 << 22, p.hp.n_ff_shexp)
         IOPT("--ctx-train", 1, 1 << 24, p.hp.n_ctx_train)
+        IOPT("--vocab-size", 0, 1 << 24, p.vocab_size)
 #undef IOPT
         if ((r = st_cli_opt(argc, argv, &i, "--head-dim", NULL, &v))) {
             if (r < 0 || st_cli_int("gen-model", "--head-dim", v, 2, 1 << 16, &n)) return 2;

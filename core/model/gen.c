@@ -80,6 +80,7 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
         p->hp.n_ctx_train = 40960;
         p->hp.rms_eps = 1e-6f;
         p->hp.rope_freq_base = 1000000.0f;
+        p->vocab_size = 151936; /* the real model's vocabulary size: the output matrix counts */
         p->wtype = ST_TYPE_Q4_K;
         p->router_skew = 1.0f;
         return 0;
@@ -297,7 +298,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     float *skew = NULL;
     int rc = -1;
     int32_t nv = 0;
-    if (p.vocab_from ? st_gen_vocab_copy(w, p.vocab_from, &nv, err, errlen) : st_gen_vocab_builtin(w, &nv)) {
+    if (p.vocab_from ? st_gen_vocab_copy(w, p.vocab_from, &nv, err, errlen) : st_gen_vocab_builtin(w, p.vocab_size, &nv)) {
         if (!p.vocab_from) snprintf(err, errlen, "building the vocabulary: %s", st_gguf_writer_error(w));
         goto done;
     }

@@ -20,6 +20,7 @@ typedef struct st_gen_params {
     uint64_t seed;
     float router_skew;      /* 0 = uniform routing; larger = a few experts dominate */
     const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL (built-in) */
+    int32_t vocab_size;     /* built-in vocabulary padded to this many tokens (0 = natural) */
     int progress;           /* nonzero: a progress line on stderr */
 } st_gen_params;
 

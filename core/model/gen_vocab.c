@@ -40,9 +40,10 @@ static const char *const k_merges[][2] = {
 };
 #undef SP
 
-int st_gen_vocab_builtin(st_gguf_writer *w, int32_t *n_vocab) {
+int st_gen_vocab_builtin(st_gguf_writer *w, int32_t want, int32_t *n_vocab) {
     const int n_merges = (int)(sizeof k_merges / sizeof k_merges[0]);
-    const int n = 256 + n_merges + 2;
+    const int natural = 256 + n_merges + 2;
+    const int n = want > natural ? want : natural; /* padded with unreachable tokens */
     char **tok = calloc((size_t)n, sizeof *tok);
     char **mer = calloc((size_t)n_merges, sizeof *mer);
     int32_t *types = calloc((size_t)n, sizeof *types);
@@ -62,6 +63,12 @@ int st_gen_vocab_builtin(st_gguf_writer *w, int32_t *n_vocab) {
         snprintf(tok[256 + i], la + lb + 1, "%s%s", k_merges[i][0], k_merges[i][1]);
         snprintf(mer[i], la + lb + 2, "%s %s", k_merges[i][0], k_merges[i][1]);
         types[256 + i] = 1;
+    }
+    for (int i = 256 + n_merges; i < n - 2; i++) { /* padding: never produced by the merges */
+        tok[i] = malloc(24);
+        if (!tok[i]) goto done;
+        snprintf(tok[i], 24, "[PAD%d]", i);
+        types[i] = 1;
     }
     tok[n - 2] = strdup("<|begin_of_text|>");
     tok[n - 1] = strdup("<|end_of_text|>");
