@@ -59,7 +59,7 @@ typedef struct st_front {
     int log_head;
     int stopping;
     /* metrics */
-    uint64_t m_requests, m_errors, m_prompt_tokens, m_gen_tokens, m_restarts, m_cached_tokens;
+    uint64_t m_requests, m_prompt_tokens, m_gen_tokens, m_restarts, m_cached_tokens;
     double m_gen_seconds;
     pthread_mutex_t send_mu; /* one writer on fd at a time */
     pthread_t log_thread;    /* reads the engine's stderr; joined when the engine dies */
