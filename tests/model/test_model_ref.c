@@ -140,7 +140,54 @@ static void test_arch(const char *arch) {
     unlink(path);
 }
 
+/* Expert counting sums to tokens x k per layer, and a router skew concentrates the routing. */
+static double top_share(float skew, int check_sums) {
+    char path[512], err[512];
+    mt_tmp_path(path, sizeof path, "skew.gguf");
+    st_gen_params g;
+    st_gen_preset("tiny", "qwen3moe", &g);
+    g.hp.n_expert = 16;
+    g.hp.n_expert_used = 2;
+    g.router_skew = skew;
+    g.seed = 5;
+    if (st_gen_model(&g, path, err, sizeof err)) {
+        CHECK(0, "gen: %s", err);
+        return 0;
+    }
+    st_model_params p;
+    params(&p, ST_TYPE_F32);
+    p.n_ctx = 256;
+    p.n_batch = 64;
+    mt_model t;
+    double share = 0;
+    if (mt_load(&t, path, st_ref_device_api(1), &p) == 0) {
+        enum { N = 128 };
+        int32_t tok[N];
+        for (int i = 0; i < N; i++) tok[i] = (i * 7919 + 13) % t.d->hp.n_vocab;
+        st_model_count_experts(t.m, 1);
+        CHECK(st_model_eval(t.m, 0, tok, N, 0, 0, NULL, err, sizeof err) == 0, "eval: %s", err);
+        const uint64_t *c = st_model_expert_counts(t.m);
+        for (int l = 0; l < t.d->hp.n_layer && c; l++) {
+            uint64_t sum = 0, mx = 0;
+            for (int e = 0; e < 16; e++) {
+                sum += c[l * 16 + e];
+                if (c[l * 16 + e] > mx) mx = c[l * 16 + e];
+            }
+            if (check_sums) CHECK(sum == (uint64_t)N * 2, "layer %d: %llu expert assignments, expected %d", l,
+                                  (unsigned long long)sum, N * 2);
+            share += (double)mx / (double)(sum ? sum : 1) / t.d->hp.n_layer;
+        }
+        mt_unload(&t);
+    }
+    unlink(path);
+    return share;
+}
+
 int main(void) {
+    double flat = top_share(0.0f, 1), skewed = top_share(4.0f, 1);
+    CHECK(skewed > flat * 1.5 && skewed > 0.2, "router skew 4 should concentrate routing (top expert share %.2f vs "
+          "%.2f without skew)", skewed, flat);
+    printf("top expert share: %.2f without skew, %.2f with skew 4\n", flat, skewed);
     for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++) test_arch(k_archs[i]);
     if (g_fail) {
         fprintf(stderr, "%d check(s) failed\n", g_fail);
