@@ -20,3 +20,16 @@ if(TARGET st_plan)
     endforeach()
   endif()
 endif()
+
+# strata plan end to end on two simulated devices: a plan that fits, and one that is refused
+if(TARGET strata AND TARGET strata-sim)
+  set(ST_PLAN_MODEL ${CMAKE_CURRENT_BINARY_DIR}/plan-cli-moe.gguf)
+  add_test(NAME plan.cli_fits COMMAND sh -c
+    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL} --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL} --backend sim --parallel 4 --ctx 4096 --extra late:0:40MiB")
+  set_tests_properties(plan.cli_fits PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB;STRATA_LOG=error"
+    PASS_REGULAR_EXPRESSION "late +40\\.0  registered by name.*expert_cache")
+  add_test(NAME plan.cli_refuses COMMAND sh -c
+    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL}.2 --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL}.2 --backend sim --parallel 4 --ctx 200000; echo exit=$?")
+  set_tests_properties(plan.cli_refuses PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB;STRATA_LOG=error"
+    PASS_REGULAR_EXPRESSION "WARNING: --parallel.*KV streaming|KV streaming.*ERROR: the plan does not fit.*Would fit with: --ctx [0-9]+.*exit=1")
+endif()

@@ -303,6 +303,18 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         return NULL;
     }
     for (int32_t e = 0; e < r.n_extra; e++) {
+        for (int k = 0; k < ST_PLAN_KIND_COUNT; k++)
+            if (!strcmp(r.extra[e].name, st_plan_kind_name((st_plan_kind)k)) || !strcmp(r.extra[e].name, "(unused)")) {
+                snprintf(err, errlen, "plan: extra consumer name '%s' is taken by the planner's own consumer",
+                         r.extra[e].name);
+                return NULL;
+            }
+        for (int k = 0; k < e; k++)
+            if (r.extra[k].device == r.extra[e].device && !strcmp(r.extra[k].name, r.extra[e].name)) {
+                snprintf(err, errlen, "plan: extra consumer '%s' registered twice on device %d", r.extra[e].name,
+                         r.extra[e].device);
+                return NULL;
+            }
         if (r.extra[e].device < 0 || r.extra[e].device >= n_devs || !r.extra[e].name[0]) {
             snprintf(err, errlen, "plan: extra consumer '%s' names device %d of %d", r.extra[e].name,
                      r.extra[e].device, n_devs);

@@ -254,6 +254,28 @@ static void test_budget_extra_split(const pt_model *m) {
     st_plan_free(p);
 }
 
+static void test_bad_requests(const pt_model *m) {
+    char err[512];
+    st_plan_device_in d = dev_in("GPU0", 512 * MiB);
+    st_plan_request r;
+    st_plan_request_default(&r);
+    r.n_extra = 1;
+    snprintf(r.extra[0].name, sizeof r.extra[0].name, "kv");
+    st_plan *p = st_plan_build(m->d, &d, 1, &r, err, sizeof err);
+    CHECK(!p && strstr(err, "'kv'"), "an extra consumer may not take a planner name");
+    st_plan_free(p);
+    snprintf(r.extra[0].name, sizeof r.extra[0].name, "x");
+    r.extra[0].device = 3;
+    p = st_plan_build(m->d, &d, 1, &r, err, sizeof err);
+    CHECK(!p && strstr(err, "device 3"), "extra consumer on a missing device");
+    st_plan_free(p);
+    r.n_extra = 0;
+    r.kv_type = ST_TYPE_Q4_K;
+    p = st_plan_build(m->d, &d, 1, &r, err, sizeof err);
+    CHECK(!p && strstr(err, "KV type"), "unsupported KV type accepted");
+    st_plan_free(p);
+}
+
 static void test_parse(void) {
     uint64_t v = 0;
     CHECK(st_plan_parse_size("24GiB", &v) == 0 && v == 24ull << 30, "24GiB");
@@ -280,6 +302,7 @@ int main(void) {
     test_degrade(&mm);
     test_refuse(&mm);
     test_budget_extra_split(&mm);
+    test_bad_requests(&mm);
     test_parse();
     pt_close_model(&mm);
     pt_close_model(&md);
