@@ -3,6 +3,8 @@
  *   llama-ref logits   -m F --tokens 1,2,3 --out F.f32 [--all] [-t N] [--ngl N]
  *   llama-ref generate -m F --tokens 1,2,3 -n N [-t N] [--ngl N]   (greedy ids on stdout)
  *   llama-ref bench    -m F [-p 512] [-n 128] [-r 3] [-t N] [--ngl N] [--ncmoe N] [--kv f16|f32]
+ *                      [--parallel P]   (P sequences each get the prompt, then decode together:
+ *                                        aggregate tok/s of P tokens per step)
  * Logits/generate use an F32 KV cache and flash attention off, the configuration in which
  * llama.cpp's logits agree with a plain FP32 forward. */
 #include <stdio.h>
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *mode = argv[1], *model_path = NULL, *out_path = NULL, *tokens_s = NULL, *kv = "f32";
-    int all = 0, threads = 1, ngl = 0, n_gen = 0, n_prompt = 512, reps = 3, ncmoe = -1, flash = 0;
+    int all = 0, threads = 1, ngl = 0, n_gen = 0, n_prompt = 512, reps = 3, ncmoe = -1, flash = 0, par = 1;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -61,6 +63,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-r") && more) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--kv") && more) kv = argv[++i];
         else if (!strcmp(a, "--flash")) flash = 1;
+        else if (!strcmp(a, "--parallel") && more) par = atoi(argv[++i]);
         else {
             fprintf(stderr, "llama-ref: unknown option %s\n", a);
             return 2;
@@ -112,6 +115,11 @@ int main(int argc, char **argv) {
     cp.n_batch = cp.n_ubatch = is_bench ? (uint32_t)(n_prompt < 512 ? n_prompt : 512) : (uint32_t)(n_tok > 0 ? n_tok : 1);
     if (is_bench && cp.n_batch < 1) cp.n_batch = cp.n_ubatch = 1;
     cp.n_threads = cp.n_threads_batch = threads;
+    if (par > 1) {
+        cp.n_seq_max = (uint32_t)par;
+        cp.n_ctx = (uint32_t)need * (uint32_t)par;
+        cp.kv_unified = 1;
+    }
     cp.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.type_k = cp.type_v = !strcmp(kv, "f16") ? GGML_TYPE_F16 : GGML_TYPE_F32;
     cp.no_perf = 1;
@@ -172,32 +180,49 @@ int main(int argc, char **argv) {
         double best_pp = 0, best_tg = 0;
         llama_token *prompt = malloc(sizeof *prompt * (size_t)n_prompt);
         for (int i = 0; i < n_prompt; i++) prompt[i] = (llama_token)((i * 7919 + 13) % n_vocab);
+        struct llama_batch pb = llama_batch_init((int)cp.n_batch > par ? (int)cp.n_batch : par, 0, 1);
         for (int r = 0; r < reps + 1; r++) { /* first round warms up */
             llama_memory_clear(llama_get_memory(ctx), 1);
             double t0 = now_s();
-            for (int i = 0; i < n_prompt; i += (int)cp.n_batch) {
-                int nb = n_prompt - i < (int)cp.n_batch ? n_prompt - i : (int)cp.n_batch;
-                struct llama_batch b = llama_batch_get_one(prompt + i, nb);
-                if (llama_decode(ctx, b)) return 1;
-            }
+            for (int sq = 0; sq < par; sq++)
+                for (int i = 0; i < n_prompt; i += (int)cp.n_batch) {
+                    int nb = n_prompt - i < (int)cp.n_batch ? n_prompt - i : (int)cp.n_batch;
+                    pb.n_tokens = nb;
+                    for (int j = 0; j < nb; j++) {
+                        pb.token[j] = prompt[i + j];
+                        pb.pos[j] = i + j;
+                        pb.n_seq_id[j] = 1;
+                        pb.seq_id[j][0] = sq;
+                        pb.logits[j] = i + j == n_prompt - 1;
+                    }
+                    if (llama_decode(ctx, pb)) return 1;
+                }
             llama_synchronize(ctx);
             double t1 = now_s();
             llama_token t = prompt[n_prompt - 1];
             for (int g = 0; g < n_gen; g++) {
-                struct llama_batch b = llama_batch_get_one(&t, 1);
-                if (llama_decode(ctx, b)) return 1;
+                pb.n_tokens = par;
+                for (int sq = 0; sq < par; sq++) {
+                    pb.token[sq] = (llama_token)((t + sq) % n_vocab);
+                    pb.pos[sq] = n_prompt + g;
+                    pb.n_seq_id[sq] = 1;
+                    pb.seq_id[sq][0] = sq;
+                    pb.logits[sq] = 1;
+                }
+                if (llama_decode(ctx, pb)) return 1;
                 llama_synchronize(ctx);
                 t = (llama_token)((t * 31 + 7) % n_vocab);
             }
             double t2 = now_s();
             if (r == 0) continue;
-            double pp = n_prompt / (t1 - t0), tg = n_gen / (t2 - t1);
+            double pp = (double)n_prompt * par / (t1 - t0), tg = (double)n_gen * par / (t2 - t1);
             if (pp > best_pp) best_pp = pp;
             if (tg > best_tg) best_tg = tg;
         }
+        llama_batch_free(pb);
         printf("{\"engine\":\"llama.cpp\",\"model\":\"%s\",\"threads\":%d,\"ngl\":%d,\"ncmoe\":%d,"
-               "\"prefill_tokens\":%d,\"prefill_tok_s\":%.2f,\"decode_tokens\":%d,\"decode_tok_s\":%.2f}\n",
-               model_path, threads, ngl, ncmoe, n_prompt, best_pp, n_gen, best_tg);
+               "\"parallel\":%d,\"prefill_tokens\":%d,\"prefill_tok_s\":%.2f,\"decode_tokens\":%d,\"decode_tok_s\":%.2f}\n",
+               model_path, threads, ngl, ncmoe, par, n_prompt, best_pp, n_gen, best_tg);
         free(prompt);
     } else {
         fprintf(stderr, "llama-ref: unknown mode %s\n", mode);
