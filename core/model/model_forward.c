@@ -242,6 +242,12 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
 /* Host side of a batch: cells, causal lengths, output rows; one upload. */
 static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, size_t errlen) {
     const int64_t N = m->p.n_batch;
+    /* the previous forward's uploads borrowed inp_host and the KV table rows: on an
+     * asynchronous stream they may still be in flight */
+    if (m->api->stream_sync(m->stream) != ST_OK) {
+        snprintf(err, errlen, "before the batch: %s", m->api->last_error());
+        return -1;
+    }
     int32_t *h = m->w.inp_host;
     int32_t *tok = h, *pos = h + N, *seq = h + 2 * N, *kvlen = h + 3 * N, *cell = h + 4 * N, *out = h + 5 * N;
     int32_t no = 0;
