@@ -35,7 +35,8 @@ st_status st_cpu_check_weight(const char *op, const char *name, const st_tensor 
                            name, (long long)t->ne[0], ti->name, ti->block_size);
     if (!t->data && st_cpu_nrows(t) * t->ne[0] > 0)
         return st_mod_fail(ST_INVALID, "cpu %s: %s has no data", op, name);
-    if (t->ne[0] > ti->block_size && t->nb[0] != ti->type_size)
+    /* plain types need contiguous elements; block rows are contiguous by definition */
+    if (ti->block_size == 1 && t->ne[0] > 1 && t->nb[0] != ti->type_size)
         return st_mod_fail(ST_INVALID, "cpu %s: %s.nb[0] = %lld; %s rows must be contiguous (%d)", op, name,
                            (long long)t->nb[0], ti->name, ti->type_size);
     if (t->ne[1] > 1 && (size_t)t->nb[1] < st_row_size(t->type, t->ne[0]))
