@@ -1,0 +1,179 @@
+/* Belady's optimum, policy replay and profile ranking over routing traces. */
+#include "experts/expert_sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_trace(const st_expert_trace *t, char *err, size_t errlen) {
+    if (!t || t->n_layer <= 0 || t->n_expert <= 0 || t->n < 0 || (t->n > 0 && (!t->layer || !t->expert))) {
+        snprintf(err, errlen, "expert trace: invalid header");
+        return -1;
+    }
+    for (int64_t i = 0; i < t->n; i++) {
+        if (t->layer[i] < 0 || t->layer[i] >= t->n_layer || t->expert[i] < 0 || t->expert[i] >= t->n_expert) {
+            snprintf(err, errlen, "expert trace: access %lld (layer %d, expert %d) out of range", (long long)i,
+                     t->layer[i], t->expert[i]);
+            return -1;
+        }
+        if (t->step && i > 0 && t->step[i] < t->step[i - 1]) {
+            snprintf(err, errlen, "expert trace: steps go backwards at access %lld", (long long)i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct heap_ent {
+    int64_t next, key;
+} heap_ent;
+
+static void heap_push(heap_ent *h, int64_t *n, heap_ent e) {
+    int64_t i = (*n)++;
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (h[p].next >= e.next) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
+static void heap_pop(heap_ent *h, int64_t *n) {
+    heap_ent last = h[--(*n)];
+    int64_t i = 0;
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        heap_ent best = last;
+        if (l < *n && h[l].next > best.next) { m = l; best = h[l]; }
+        if (r < *n && h[r].next > best.next) { m = r; }
+        if (m == i) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n > 0) h[i] = last;
+}
+
+int st_expert_belady(const st_expert_trace *t, int64_t n_slots, st_expert_stats *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (check_trace(t, err, errlen)) return -1;
+    const int64_t K = (int64_t)t->n_layer * t->n_expert, n = t->n;
+    int64_t *next = malloc((size_t)(n ? n : 1) * sizeof *next);
+    int64_t *last = malloc((size_t)K * sizeof *last);
+    int64_t *cur = malloc((size_t)K * sizeof *cur); /* next use of a resident key, -1 = absent */
+    heap_ent *h = malloc((size_t)(n + 1) * sizeof *h);
+    if (!next || !last || !cur || !h) {
+        free(next), free(last), free(cur), free(h);
+        snprintf(err, errlen, "expert trace: out of host memory");
+        return -1;
+    }
+    for (int64_t k = 0; k < K; k++) last[k] = n, cur[k] = -1;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        int64_t k = (int64_t)t->layer[i] * t->n_expert + t->expert[i];
+        next[i] = last[k];
+        last[k] = i;
+    }
+    int64_t hn = 0, count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = (int64_t)t->layer[i] * t->n_expert + t->expert[i];
+        if (cur[k] >= 0) {
+            out->hits++;
+            cur[k] = next[i];
+            heap_push(h, &hn, (heap_ent){next[i], k});
+            continue;
+        }
+        out->misses++;
+        if (n_slots <= 0) continue;
+        if (count < n_slots) {
+            cur[k] = next[i];
+            heap_push(h, &hn, (heap_ent){next[i], k});
+            count++;
+            out->inserts++;
+            continue;
+        }
+        while (hn > 0 && cur[h[0].key] != h[0].next) heap_pop(h, &hn); /* stale entries */
+        if (hn == 0 || h[0].next <= next[i]) continue;                  /* not worth a slot */
+        cur[h[0].key] = -1;
+        heap_pop(h, &hn);
+        out->evictions++;
+        cur[k] = next[i];
+        heap_push(h, &hn, (heap_ent){next[i], k});
+        out->inserts++;
+    }
+    free(next), free(last), free(cur), free(h);
+    return 0;
+}
+
+int st_expert_simulate(const st_expert_trace *t, const st_expert_cache_params *pin, const int32_t *seed_layer,
+                       const int32_t *seed_expert, int64_t n_seed, st_expert_stats *out, st_expert_stats *per_layer,
+                       char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (check_trace(t, err, errlen)) return -1;
+    st_expert_cache_params p = *pin;
+    p.n_layer = t->n_layer;
+    p.n_expert = t->n_expert;
+    st_expert_cache *c = st_expert_cache_create(&p, err, errlen);
+    if (!c) return -1;
+    int64_t cap = n_seed > t->n ? n_seed : t->n;
+    st_expert_load *loads = malloc((size_t)(cap ? cap : 1) * sizeof *loads);
+    if (!loads) {
+        st_expert_cache_free(c);
+        snprintf(err, errlen, "expert trace: out of host memory");
+        return -1;
+    }
+    if (n_seed > 0 && seed_layer && seed_expert) {
+        st_expert_cache_seed(c, seed_layer, seed_expert, n_seed, loads, cap);
+        st_expert_cache_stats_reset(c);
+    }
+    int64_t i = 0;
+    while (i < t->n) {
+        const int64_t step = t->step ? t->step[i] : i;
+        st_expert_cache_step(c);
+        while (i < t->n && (t->step ? t->step[i] : i) == step) {
+            int64_t j = i;
+            while (j < t->n && (t->step ? t->step[j] : j) == step && t->layer[j] == t->layer[i]) j++;
+            if (st_expert_cache_route(c, t->layer[i], t->expert + i, j - i, NULL, loads, cap) < 0) {
+                snprintf(err, errlen, "expert trace: routing access %lld failed", (long long)i);
+                free(loads);
+                st_expert_cache_free(c);
+                return -1;
+            }
+            i = j;
+        }
+    }
+    st_expert_cache_stats(c, -1, out);
+    for (int32_t l = 0; per_layer && l < t->n_layer; l++) st_expert_cache_stats(c, l, &per_layer[l]);
+    free(loads);
+    st_expert_cache_free(c);
+    return 0;
+}
+
+typedef struct rank_ent {
+    uint64_t count;
+    int64_t key;
+} rank_ent;
+
+static int by_count(const void *a, const void *b) {
+    const rank_ent *x = a, *y = b;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+int64_t st_expert_profile_rank(const st_expert_trace *t, int32_t *layer, int32_t *expert, int64_t cap) {
+    char err[128];
+    if (check_trace(t, err, sizeof err)) return 0;
+    const int64_t K = (int64_t)t->n_layer * t->n_expert;
+    rank_ent *r = calloc((size_t)K, sizeof *r);
+    if (!r) return 0;
+    for (int64_t k = 0; k < K; k++) r[k].key = k;
+    for (int64_t i = 0; i < t->n; i++) r[(int64_t)t->layer[i] * t->n_expert + t->expert[i]].count++;
+    qsort(r, (size_t)K, sizeof *r, by_count);
+    int64_t n = 0;
+    while (n < K && r[n].count > 0) n++;
+    for (int64_t i = 0; i < n && i < cap; i++) {
+        layer[i] = (int32_t)(r[i].key / t->n_expert);
+        expert[i] = (int32_t)(r[i].key % t->n_expert);
+    }
+    free(r);
+    return n;
+}
