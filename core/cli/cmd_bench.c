@@ -175,12 +175,12 @@ int st_cmd_bench(int argc, char **argv) {
     const char *kvn = st_type_name(st_model_params_of(s.m)->kv_type);
     if (json) {
         printf("{\"model\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"weights_in_place\":%s,\"kv_type\":\"%s\","
-               "\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,"
+               "\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,\"threads\":%ld,\"n_ctx\":%d,\"n_batch\":%d,"
                "\"prefill_tok_s\":%.3f,\"prefill_tok_s_sd\":%.3f,\"decode_tok_s\":%.3f,\"decode_tok_s_sd\":%.3f,"
                "\"decode_bytes_per_token\":{\"nonexpert\":%llu,\"experts\":%llu,\"kv\":%.0f,\"total\":%.0f},"
                "\"decode_gb_s\":%.3f,\"prefill_bytes\":%.0f,\"prefill_gb_s\":%.3f,\"device_bw_gb_s\":%.1f",
                o.model, d->hp.arch_name, s.device_text, st_model_weights_in_place(s.m) ? "true" : "false", kvn, n_p,
-               n_g, reps, stat_mean(&sp), stat_sd(&sp), stat_mean(&sg), stat_sd(&sg), (unsigned long long)b_nonexp,
+               n_g, reps, o.threads, st_model_params_of(s.m)->n_ctx, st_model_params_of(s.m)->n_batch, stat_mean(&sp), stat_sd(&sp), stat_mean(&sg), stat_sd(&sg), (unsigned long long)b_nonexp,
                (unsigned long long)b_exp, b_kv, b_tok, gbs, b_pre, gbs_pre, s.mem_bw_gbs);
         if (s.mem_bw_gbs > 0) printf(",\"decode_bw_fraction\":%.4f", gbs / s.mem_bw_gbs);
         printf("}\n");
