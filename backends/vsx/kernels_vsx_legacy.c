@@ -71,10 +71,10 @@ static inline void vsx_add_q5_bits(const uint8_t qh[4], st_v16u *lo, st_v16u *hi
     uint32_t h;
     memcpy(&h, qh, sizeof h);
     st_v16u hv = (st_v16u)vec_splats(h);
-    st_v16u b = vec_xl(0, bit), ten = vec_splats((unsigned char)0x10);
+    st_v16u b = vec_xl(0, bit), fifth = vec_splats((unsigned char)0x10); /* bit 4 */
     st_v16u l = vec_perm(hv, hv, vec_xl(0, pick_lo)), u = vec_perm(hv, hv, vec_xl(0, pick_hi));
-    *lo = vec_or(*lo, vec_and((st_v16u)vec_cmpeq(vec_and(l, b), b), ten));
-    *hi = vec_or(*hi, vec_and((st_v16u)vec_cmpeq(vec_and(u, b), b), ten));
+    *lo = vec_or(*lo, vec_and((st_v16u)vec_cmpeq(vec_and(l, b), b), fifth));
+    *hi = vec_or(*hi, vec_and((st_v16u)vec_cmpeq(vec_and(u, b), b), fifth));
 }
 
 /* sum of 32 activation levels (2 vectors), as 4 int lanes added to acc */
