@@ -157,6 +157,11 @@ int st_cmd_run(int argc, char **argv) {
         goto done;
     }
     for (int64_t i = 0; i < n_prompt; i++) st_sampler_accept(smp, ids[i]);
+    {
+        char sum[512];
+        st_model_desc_summary(s.d, sum, sizeof sum);
+        fprintf(stderr, "[%s on %s]\n", sum, s.device_text);
+    }
     emit(prompt, strlen(prompt));
     uint64_t t0 = st_now_ns();
     if (st_model_eval(s.m, 0, ids, (int32_t)n_prompt, 0, 0, NULL, err, sizeof err)) {
