@@ -319,6 +319,24 @@ static int model_total_one(const pt_shape *sh, const char *name) {
         CHECK(planned - used <= (uint64_t)n_bufs * ST_PLAN_ALIGN, "%s: the plan overestimates by %llu bytes", name,
               (unsigned long long)(planned - used));
         st_model_free(mod);
+        pt_sim_close(&s);
+        /* a device with exactly the plan's bytes holds the model; one with a byte less than the
+         * model needs does not (the check can fail) */
+        char cfg[96];
+        snprintf(cfg, sizeof cfg, "devices=1,mem=%lluB", (unsigned long long)planned);
+        if (pt_sim_open(&s, g_module, cfg) == 0) {
+            mod = st_model_load(m.d, s.api, s.dev[0], s.index[0], &mp, err, sizeof err);
+            CHECK(mod != NULL, "%s: a device of exactly the planned %llu bytes cannot hold the model: %s", name,
+                  (unsigned long long)planned, err);
+            st_model_free(mod);
+            pt_sim_close(&s);
+        }
+        snprintf(cfg, sizeof cfg, "devices=1,mem=%lluB", (unsigned long long)(used - 1));
+        if (pt_sim_open(&s, g_module, cfg) == 0) {
+            mod = st_model_load(m.d, s.api, s.dev[0], s.index[0], &mp, err, sizeof err);
+            CHECK(mod == NULL, "%s: the model loaded in a byte less than it allocated before", name);
+            st_model_free(mod);
+        }
     }
     st_plan_free(p);
     pt_sim_close(&s);
