@@ -81,6 +81,18 @@ conformance() {
         qemu-ppc64le -cpu power9 -L "$SYSROOT" "$exe" conformance --backend cpu --quick --seed 1
 }
 
+# The real host's module search and CPU-variant choice: on a POWER9 model the VSX module serves
+# the CPU; on a POWER8 model it is skipped before dlopen.
+backends_smoke() {
+    local exe="$BUILD/bin/strata" out
+    [ -x "$exe" ] || { echo "bin/strata was not built"; return 1; }
+    out="$(qemu-ppc64le -cpu power9 -L "$SYSROOT" "$exe" backends 2>&1)" || { echo "$out"; return 1; }
+    echo "$out" | grep -q "Host CPU (POWER9 VSX)" || { echo "$out"; echo "power9: no VSX CPU device"; return 1; }
+    out="$(qemu-ppc64le -cpu power8 -L "$SYSROOT" "$exe" backends 2>&1)"
+    echo "$out" | grep -q "not loaded: CPU lacks" || { echo "$out"; echo "power8: VSX module not refused"; return 1; }
+    echo "power9: VSX module serves the CPU; power8: refused before loading"
+}
+
 # Every test of the build under qemu; the harness's per-group tests are left out when the
 # conformance command above already ran it.
 run_ctest() {
@@ -99,6 +111,7 @@ run_ctest() {
 step "install toolchain" install_tools || finish
 step "configure (-Werror)" configure || finish
 step "build (-Werror)" build
+step "strata backends: variant choice (qemu power9/power8)" backends_smoke
 step "strata conformance --backend cpu (qemu)" conformance
 step "ctest (qemu)" run_ctest
 finish
