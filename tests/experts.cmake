@@ -4,3 +4,13 @@ if(TARGET st_experts)
   target_link_libraries(test_experts PRIVATE st_experts)
   add_test(NAME experts.cache COMMAND test_experts)
 endif()
+
+# Tiers on a generated model and a simulated device: file slices, CPU FFN of misses, the RAM
+# tier, and one MoE step with device hits through the slot table and CPU misses.
+if(TARGET st_experts AND TARGET st_model AND TARGET strata-sim)
+  add_executable(test_expert_tiers ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_tiers.c)
+  target_link_libraries(test_expert_tiers PRIVATE st_experts st_model st_backend)
+  add_dependencies(test_expert_tiers strata-sim)
+  add_test(NAME experts.tiers COMMAND test_expert_tiers $<TARGET_FILE:strata-sim>)
+  set_tests_properties(experts.tiers PROPERTIES ENVIRONMENT "STRATA_LOG=error")
+endif()
