@@ -45,8 +45,9 @@ if(TARGET st_model AND TARGET st_ref)
   endif()
 endif()
 
-# the model commands end to end (and against llama.cpp when its reference tool is built)
-if(TARGET st_model AND TARGET strata)
+# the model commands end to end (and against llama.cpp when its reference tool is built);
+# the script runs the binaries directly, so not in cross builds (no emulator for a script)
+if(TARGET st_model AND TARGET strata AND NOT CMAKE_CROSSCOMPILING)
   add_executable(f32cmp ${CMAKE_CURRENT_SOURCE_DIR}/model/f32cmp.c)
   target_link_libraries(f32cmp PRIVATE m)
   set(ST_CLI_TEST_ARGS $<TARGET_FILE:strata> $<TARGET_FILE:f32cmp>)
