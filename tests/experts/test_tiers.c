@@ -11,6 +11,8 @@
 
 #include "backend/backend_registry.h"
 #include "experts/expert_cache.h"
+#include "experts/expert_cost.h"
+#include "experts/expert_pool.h"
 #include "experts/expert_tiers.h"
 #include "gguf/gguf.h"
 #include "model/gen.h"
@@ -304,6 +306,60 @@ int main(int argc, char **argv) {
         }
     }
     printf("MoE step: %d hits on the device, %d misses on the CPU, all rows match\n", n_hit, A - n_hit);
+
+    /* 5. the CPU pool: the same rows as one thread, a second batch refused while one runs */
+    {
+        st_expert_pool *pool = st_expert_pool_create(3, d->hp.n_ff_exp, err, sizeof err);
+        CHECK(pool != NULL, "pool: %s", err);
+        st_expert_job jobs[8];
+        float pout[8 * 64], sout[8 * 64];
+        for (int a = 0; a < A; a++) {
+            memset(&jobs[a], 0, sizeof jobs[a]);
+            st_expert_slice_of(d, 1, ids[a], &jobs[a].slice, err, sizeof err);
+            jobs[a].x = x + (a / K) * E;
+            jobs[a].n = 1;
+            jobs[a].out = pout + a * E;
+            jobs[a].status = 99;
+            st_expert_cpu_ffn(&jobs[a].slice, jobs[a].x, 1, sout + a * E, scratch);
+        }
+        if (pool) {
+            CHECK(st_expert_pool_submit(pool, jobs, A) == 0, "submit");
+            CHECK(st_expert_pool_submit(pool, jobs, A) == -1, "a second batch while one runs must be refused");
+            CHECK(st_expert_pool_wait(pool) == 0, "pool batch failed");
+            int st = 0;
+            for (int a = 0; a < A; a++) st |= jobs[a].status;
+            CHECK(st == 0 && !memcmp(pout, sout, (size_t)A * E * sizeof *pout), "pool results differ from one thread");
+            jobs[0].slice.gate.rows = d->hp.n_ff_exp + 1; /* beyond the pool's scratch: must fail, not overrun */
+            CHECK(st_expert_pool_submit(pool, jobs, 1) == 0 && st_expert_pool_wait(pool) == -1 && jobs[0].status == -1,
+                  "a job the pool cannot run must fail");
+            st_expert_pool_free(pool);
+        }
+    }
+
+    /* 6. upload or compute: Fiddler's 4090 numbers (copy 13.3 ms at 24.7 GB/s, CPU 11.4 ms at one
+     * row, GPU 0.59 ms) say CPU at batch 1; more rows tip it to the upload */
+    {
+        st_expert_cost c;
+        memset(&c, 0, sizeof c);
+        c.upload_bytes_per_s = 24.7e9;
+        c.device_s_per_expert = 0.59e-3;
+        c.cpu_s_per_expert = 11.4e-3;
+        c.cpu_s_per_row = 2.0e-3;
+        const uint64_t bytes = (uint64_t)(24.7e9 * 13.3e-3);
+        CHECK(!st_expert_cost_prefer_upload(&c, bytes, 1), "one row should stay on the CPU");
+        CHECK(st_expert_cost_prefer_upload(&c, bytes, 64), "64 rows should upload");
+        int64_t be = st_expert_cost_break_even(&c, bytes);
+        CHECK(be > 1 && st_expert_cost_prefer_upload(&c, bytes, be) && !st_expert_cost_prefer_upload(&c, bytes, be - 1),
+              "break-even %lld is not where the choice flips", (long long)be);
+        c.cpu_s_per_row = 0;
+        CHECK(st_expert_cost_break_even(&c, bytes) == INT64_MAX, "a CPU with free rows never loses");
+        st_expert_slice fs;
+        st_expert_slice_of(d, 0, 0, &fs, err, sizeof err);
+        CHECK(st_expert_cost_calibrate_cpu(&c, &fs, 8) == 0 && c.cpu_s_per_expert > 0 && c.cpu_s_per_row > 0,
+              "calibration: %g s per expert, %g s per row", c.cpu_s_per_expert, c.cpu_s_per_row);
+        printf("CPU FFN of one tiny expert: %.1f us, +%.1f us per row; Fiddler's break-even: %lld rows\n",
+               c.cpu_s_per_expert * 1e6, c.cpu_s_per_row * 1e6, (long long)be);
+    }
     free(ed);
     void *bufs[] = {pool_g, pool_u, pool_d, d_table, d_ids, d_xrow, d_ident, d_x, d_eg, d_eu, d_ed};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
