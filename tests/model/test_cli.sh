@@ -63,6 +63,8 @@ check "run: greedy is the same on cpu and sim" cmp -s "$T/g1.txt" "$T/g2.txt"
 "$STRATA" bench -m "$M" -p 32 -n 8 -r 1 --json --threads 1 >"$T/b.json"
 check "bench --json" grep -q '"decode_tok_s":[0-9]' "$T/b.json"
 check "bench reports bytes per token" grep -q '"experts":[1-9]' "$T/b.json"
+"$STRATA" bench -m "$M" -p 16 -n 4 -r 1 --parallel 3 --json --threads 1 >"$T/bp.json"
+check "bench --parallel" grep -q '"parallel":3,.*"decode_tok_s":[0-9]' "$T/bp.json"
 
 check "refusal: unsupported arch" bash -c "! '$STRATA' gen-model --arch mamba --out '$T/x.gguf' 2>'$T/e.txt' && grep -q mamba '$T/e.txt'"
 check "refusal: a missing model" bash -c "! '$STRATA' run -m '$T/none.gguf' -p x 2>/dev/null"
