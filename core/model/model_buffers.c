@@ -43,7 +43,9 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     if (!m->kv) return -1;
 
     w->inp_host = calloc((size_t)(5 * n + no), sizeof(int32_t));
-    if (!w->inp_host) {
+    m->seq_len0 = calloc((size_t)m->p.n_seq, sizeof(int32_t));
+    m->seq_len_run = calloc((size_t)m->p.n_seq, sizeof(int32_t));
+    if (!w->inp_host || !m->seq_len0 || !m->seq_len_run) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }

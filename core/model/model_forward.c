@@ -250,6 +250,9 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     }
     int32_t *h = m->w.inp_host;
     int32_t *tok = h, *pos = h + N, *seq = h + 2 * N, *kvlen = h + 3 * N, *cell = h + 4 * N, *out = h + 5 * N;
+    int32_t *len0 = m->seq_len0, *len = m->seq_len_run;
+    for (int32_t s = 0; s < m->p.n_seq; s++) len0[s] = len[s] = st_kv_seq_len(m->kv, s);
+    /* check the whole batch first: a refused batch leaves the cache as it was */
     int32_t no = 0;
     for (int32_t i = 0; i < b->n; i++) {
         int32_t t = b->token[i], p = b->pos[i], s = b->seq ? b->seq[i] : 0;
@@ -265,22 +268,12 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
             snprintf(err, errlen, "position %d at batch row %d is outside the context (%d)", p, i, m->p.n_ctx);
             return -1;
         }
-        int32_t len = st_kv_seq_len(m->kv, s);
-        if (p > len) {
+        if (p > len[s]) {
             snprintf(err, errlen, "position %d of sequence %d leaves a gap (the cache holds %d positions)", p, s,
-                     len);
+                     len[s]);
             return -1;
         }
-        int32_t c = st_kv_cell(m->kv, s, p);
-        if (c < 0) {
-            snprintf(err, errlen, "KV cache full: no free cell for sequence %d position %d", s, p);
-            return -1;
-        }
-        tok[i] = t;
-        pos[i] = p;
-        seq[i] = s;
-        kvlen[i] = p + 1;
-        cell[i] = c;
+        if (p + 1 > len[s]) len[s] = p + 1;
         int want = b->logits ? b->logits[i] != 0 : i == b->n - 1;
         if (want) {
             if (no >= m->p.n_out_max) {
@@ -289,6 +282,20 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
             }
             out[no++] = i;
         }
+    }
+    for (int32_t i = 0; i < b->n; i++) {
+        int32_t p = b->pos[i], s = b->seq ? b->seq[i] : 0;
+        int32_t c = st_kv_cell(m->kv, s, p);
+        if (c < 0) {
+            for (int32_t q = 0; q < m->p.n_seq; q++) st_kv_seq_truncate(m->kv, q, len0[q]);
+            snprintf(err, errlen, "KV cache full: no free cell for sequence %d position %d", s, p);
+            return -1;
+        }
+        tok[i] = b->token[i];
+        pos[i] = p;
+        seq[i] = s;
+        kvlen[i] = p + 1;
+        cell[i] = c;
     }
     *n_out = no;
     /* pad unused rows so every device array is defined */

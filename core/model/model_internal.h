@@ -65,6 +65,8 @@ struct st_model {
     int count_experts;
     uint64_t *expert_counts; /* [n_layer][n_expert] */
     int32_t *rids_host;      /* [n][k] */
+    int32_t *seq_len0;       /* [n_seq] lengths before the batch (rollback) */
+    int32_t *seq_len_run;    /* [n_seq] lengths while checking a batch */
 };
 
 /* Contiguous view of device memory: [ne1][ne0] (ne2 = ne3 = 1) of `type`. */

@@ -273,6 +273,8 @@ void st_model_free(st_model *m) {
     free(m->w.inp_host);
     free(m->expert_counts);
     free(m->rids_host);
+    free(m->seq_len0);
+    free(m->seq_len_run);
     free(m);
 }
 

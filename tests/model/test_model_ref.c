@@ -108,6 +108,21 @@ static void test_arch(const char *arch) {
         free(both);
         free(r);
     }
+    /* a refused batch leaves the cache as it was */
+    {
+        char err[512];
+        st_kv_clear(st_model_kv(a.m));
+        int32_t tk[3] = {k_tok[0], k_tok[1], a.d->hp.n_vocab}, ps[3] = {0, 1, 2};
+        st_batch bad = {3, tk, ps, NULL, NULL};
+        CHECK(st_model_forward(a.m, &bad, err, sizeof err) != 0 && strstr(err, "outside the vocabulary"),
+              "%s: an out-of-range token must be refused (%s)", arch, err);
+        CHECK(st_kv_seq_len(st_model_kv(a.m), 0) == 0, "%s: a refused batch changed the cache", arch);
+        int32_t gap_pos[2] = {0, 2};
+        st_batch gap = {2, tk, gap_pos, NULL, NULL};
+        CHECK(st_model_forward(a.m, &gap, err, sizeof err) != 0 && strstr(err, "gap"), "%s: a gap must be refused",
+              arch);
+        CHECK(st_kv_seq_len(st_model_kv(a.m), 0) == 0, "%s: a refused gap changed the cache", arch);
+    }
     int32_t g1[12], g2[12];
     greedy(&a, 12, g1);
     greedy(&a, 12, g2);
