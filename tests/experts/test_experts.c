@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "experts/expert_cache.h"
+#include "experts/expert_profile.h"
 #include "experts/expert_sim.h"
 
 static int g_fail = 0;
@@ -307,6 +309,56 @@ static void test_lfru_vs_lru(void) {
     tb_free(&b);
 }
 
+static void test_profile_file(void) {
+    char path[256], err[256];
+    snprintf(path, sizeof path, "/tmp/strata-profile-%d.txt", (int)getpid());
+    uint64_t counts[2 * 4] = {5, 0, 9, 1, /* layer 1 */ 9, 3, 0, 7};
+    st_expert_profile *p = st_expert_profile_from_counts(2, 4, counts, err, sizeof err);
+    CHECK(p && p->n == 6, "profile of 6 used pairs: %lld", p ? (long long)p->n : -1ll);
+    if (!p) return;
+    /* 9 (0,2), 9 (1,0), 7 (1,3), 5 (0,0), 3 (1,1), 1 (0,3) */
+    CHECK(p->layer[0] == 0 && p->expert[0] == 2 && p->layer[1] == 1 && p->expert[1] == 0 && p->count[2] == 7 &&
+              p->layer[5] == 0 && p->expert[5] == 3,
+          "ranking order");
+    CHECK(st_expert_profile_write(p, path, err, sizeof err) == 0, "write: %s", err);
+    st_expert_profile *q = st_expert_profile_read(path, err, sizeof err);
+    CHECK(q && q->n == p->n && !memcmp(q->layer, p->layer, (size_t)p->n * 4) &&
+              !memcmp(q->expert, p->expert, (size_t)p->n * 4) && !memcmp(q->count, p->count, (size_t)p->n * 8),
+          "round trip: %s", q ? "differs" : err);
+    CHECK(q && st_expert_profile_check(q, 2, 4, err, sizeof err) == 0 && st_expert_profile_check(q, 2, 8, err, sizeof err) == -1 &&
+              strstr(err, "2 x 8"),
+          "shape check");
+    /* seeding a 3-slot cache from it places the top 3 */
+    st_expert_cache_params cp;
+    memset(&cp, 0, sizeof cp);
+    cp.n_layer = 2;
+    cp.n_expert = 4;
+    cp.n_slots = 3;
+    cp.policy = ST_EXPERT_PROFILE;
+    st_expert_cache *c = st_expert_cache_create(&cp, err, sizeof err);
+    st_expert_load ld[8];
+    CHECK(c && q && st_expert_cache_seed(c, q->layer, q->expert, q->n, ld, 8) == 3 && st_expert_cache_slot(c, 0, 2) >= 0 &&
+              st_expert_cache_slot(c, 1, 0) >= 0 && st_expert_cache_slot(c, 1, 3) >= 0 && st_expert_cache_slot(c, 0, 0) < 0,
+          "seed from the profile");
+    st_expert_cache_free(c);
+    st_expert_profile_free(q);
+    static const char *bad[] = {"strata-expert-profile 2 2 4\n", "strata-expert-profile 1 2 4\n0 4 1\n",
+                                "strata-expert-profile 1 2 4\n0 1 3\n0 1 2\n", "strata-expert-profile 1 2 4\n0 1 3\n1 1 5\n",
+                                "strata-expert-profile 1 2 4\n0 1 x\n"};
+    static const char *why[] = {"line 1", "line 2", "line 3", "line 3", "line 2"};
+    for (int i = 0; i < 5; i++) {
+        FILE *f = fopen(path, "w");
+        if (!f) break;
+        fputs(bad[i], f);
+        fclose(f);
+        q = st_expert_profile_read(path, err, sizeof err);
+        CHECK(!q && strstr(err, why[i]), "bad profile %d accepted or not named: %s", i, q ? "accepted" : err);
+        st_expert_profile_free(q);
+    }
+    st_expert_profile_free(p);
+    remove(path);
+}
+
 int main(void) {
     test_invariants(ST_EXPERT_LRU);
     test_invariants(ST_EXPERT_LFRU);
@@ -314,6 +366,7 @@ int main(void) {
     test_hit_semantics();
     test_belady();
     test_lfru_vs_lru();
+    test_profile_file();
     if (g_fail) {
         fprintf(stderr, "%d check(s) failed\n", g_fail);
         return 1;
