@@ -219,6 +219,15 @@ st_model_desc *st_arch_describe(const st_gguf *g, char *err, size_t errlen) {
         const st_gguf_tensor *t = st_gguf_tensor_find(g, s->name);
         if (!t) {
             if (!s->required) continue;
+            if (s->role == ST_T_FFN_GATE_EXPS) { /* older converters wrote one tensor per expert */
+                char old[96];
+                snprintf(old, sizeof old, "blk.%d.ffn_gate.0.weight", s->layer);
+                if (st_gguf_tensor_find(g, old)) {
+                    fail(err, errlen, "%s: missing tensor '%s': this file stores experts one tensor each "
+                         "('%s', an older layout); convert it again with a current converter", a, s->name, old);
+                    goto fail;
+                }
+            }
             fail(err, errlen, "%s: missing tensor '%s'", a, s->name);
             goto fail;
         }
