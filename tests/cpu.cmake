@@ -1,6 +1,7 @@
 # Tests of the x86 CPU modules (backends/cpu framework + backends/cpu_avx2 kernels):
 #  cpu.kernels.<isa>   every SIMD kernel slot against the scalar slot (and batch invariance)
 #  cpu.module.<isa>.tN the built module file, dlopen'ed, against core/ref with N threads
+#  cpu.conformance.<isa> the shared conformance harness on the module
 # bench_matmul (not a test) times Q4_K / Q8_0 GEMV and prints GB/s.
 if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
   set(_cpu_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/backends
@@ -32,6 +33,19 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
     add_test(NAME cpu.kernels.${isa} COMMAND test_cpu_kernels_${isa})
     set_tests_properties(cpu.kernels.${isa} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
   endforeach()
+
+  # the shared conformance harness (what `strata conformance` runs) on each module
+  if(TARGET st_conformance)
+    add_executable(test_cpu_conformance ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_conformance.c)
+    target_link_libraries(test_cpu_conformance PRIVATE st_conformance ${CMAKE_DL_LIBS})
+    foreach(isa avx2 avx512)
+      if(TARGET strata-cpu-${isa})
+        add_dependencies(test_cpu_conformance strata-cpu-${isa})
+        add_test(NAME cpu.conformance.${isa} COMMAND test_cpu_conformance $<TARGET_FILE:strata-cpu-${isa}> 2)
+        set_tests_properties(cpu.conformance.${isa} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+      endif()
+    endforeach()
+  endif()
 
   add_executable(bench_matmul ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_matmul.c)
   target_include_directories(bench_matmul PRIVATE ${_cpu_inc})

@@ -206,12 +206,12 @@ static void test_matmul(void) {
 
 /* ---------------------------------------------------------------- MOE_MATMUL */
 
-static void moe_case(uint32_t wt, int64_t n_assign) {
-    const int64_t n_slots = 4, n_expert = 6, M = 29, n_x = 5;
+static void moe_case(uint32_t wt, int64_t n_assign, int64_t n_slots, int64_t n_expert, int64_t M, int64_t n_x) {
     int64_t K = pick_k(wt);
     void *w = make_weights(wt, n_slots * M, K);
     void *x = make_act(ST_TYPE_F32, n_x * K, 2.0f);
-    int32_t slot_table[6] = {2, -1, 0, 3, 1, -1};
+    int32_t slot_table[64];
+    for (int64_t e = 0; e < n_expert; e++) slot_table[e] = e < n_slots ? (int32_t)(n_slots - 1 - e) : -1;
     int32_t *expert = malloc(sizeof(int32_t) * (size_t)n_assign), *x_row = malloc(sizeof(int32_t) * (size_t)n_assign);
     float *scale = malloc(sizeof(float) * (size_t)n_assign);
     for (int64_t i = 0; i < n_assign; i++) {
@@ -238,7 +238,7 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
     for (int64_t i = 0; i < n_assign; i++)
         if (slot_table[expert[i]] < 0) ST_CHECK(out[i * M] == 1234.5f && out[i * M + M - 1] == 1234.5f);
     /* each assignment alone gives the same bits */
-    float one[29];
+    float one[128];
     for (int64_t i = 0; i < n_assign; i++) {
         if (slot_table[expert[i]] < 0) continue;
         st_moe_matmul_args b = a;
@@ -248,7 +248,7 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
         b.scale = scale + i;
         b.out = ct_tensor(one, ST_TYPE_F32, M, 1, 1);
         ST_CHECK(api->ops->moe_matmul(stream, &b) == ST_OK);
-        ST_CHECK_MSG(memcmp(one, out + i * M, sizeof one) == 0, "moe_matmul %s: assignment %lld differs alone",
+        ST_CHECK_MSG(memcmp(one, out + i * M, sizeof(float) * (size_t)M) == 0, "moe_matmul %s: assignment %lld differs alone",
                      st_type_name(wt), (long long)i);
     }
     if (dev_alt) {
@@ -263,7 +263,8 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
     }
     /* every expert elsewhere: nothing computed, nothing written */
     {
-        int32_t none[6] = {-1, -1, -1, -1, -1, -1};
+        int32_t none[64];
+        for (int e = 0; e < 64; e++) none[e] = -1;
         st_moe_matmul_args c = a;
         c.slot_table = none;
         out[0] = 99.0f;
@@ -271,8 +272,8 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
         ST_CHECK(out[0] == 99.0f);
     }
     /* a slot outside the weights is refused */
-    slot_table[1] = 9;
-    expert[0] = 1;
+    slot_table[n_expert - 1] = (int32_t)n_slots;
+    expert[0] = (int32_t)(n_expert - 1);
     ST_CHECK(api->ops->moe_matmul(stream, &a) == ST_INVALID);
     free(w);
     free(x);
@@ -285,9 +286,11 @@ static void moe_case(uint32_t wt, int64_t n_assign) {
 
 static void test_moe_matmul(void) {
     for (size_t i = 0; i < N_WTYPES; i++) {
-        moe_case(k_wtypes[i], 1);
-        moe_case(k_wtypes[i], 8);
-        moe_case(k_wtypes[i], 40);
+        moe_case(k_wtypes[i], 1, 4, 6, 29, 5);
+        moe_case(k_wtypes[i], 8, 4, 6, 29, 5);
+        moe_case(k_wtypes[i], 40, 4, 6, 29, 5);
+        moe_case(k_wtypes[i], 48, 20, 32, 33, 6);
+        moe_case(k_wtypes[i], 160, 8, 8, 64, 40);
     }
 }
 
