@@ -16,8 +16,12 @@ check() { # message, command...
 }
 export STRATA_SIM=devices=1,mem=1GiB
 
-for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe; do
-  check "$a: gen-model" "$STRATA" gen-model --arch $a --type f32 --out "$T/$a.gguf" --seed 3
+for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe mixtral; do
+  if [ $a = mixtral ]; then # llama with routed experts (Mixtral layout)
+    check "$a: gen-model" "$STRATA" gen-model --arch llama --experts 4 --experts-used 2 --expert-ff 64 --type f32 --out "$T/$a.gguf" --seed 3
+  else
+    check "$a: gen-model" "$STRATA" gen-model --arch $a --type f32 --out "$T/$a.gguf" --seed 3
+  fi
   [ -f "$T/$a.gguf" ] || continue
   V=$("$STRATA" tokenize -m "$T/$a.gguf" --text "hello world" | wc -w)
   check "$a: tokenize gives ids" test "$V" -ge 2
