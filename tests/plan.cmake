@@ -21,15 +21,20 @@ if(TARGET st_plan)
   endif()
 endif()
 
-# strata plan end to end on two simulated devices: a plan that fits, and one that is refused
+# strata plan end to end on two simulated devices: a plan that fits (and is allocated), one that
+# is refused, and an injected allocation failure reported with the consumer's name
 if(TARGET strata AND TARGET strata-sim)
   set(ST_PLAN_MODEL ${CMAKE_CURRENT_BINARY_DIR}/plan-cli-moe.gguf)
   add_test(NAME plan.cli_fits COMMAND sh -c
-    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL} --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL} --backend sim --parallel 4 --ctx 4096 --extra late:0:40MiB")
+    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL} --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL} --backend sim --parallel 4 --ctx 4096 --extra late:0:40MiB --allocate")
   set_tests_properties(plan.cli_fits PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB;STRATA_LOG=error"
-    PASS_REGULAR_EXPRESSION "late +40\\.0  registered by name.*expert_cache")
+    PASS_REGULAR_EXPRESSION "late +40\\.0  registered by name.*expert_cache.*allocated:.*sim1.* MiB taken, plan .* MiB allocated")
   add_test(NAME plan.cli_refuses COMMAND sh -c
     "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL}.2 --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL}.2 --backend sim --parallel 4 --ctx 200000; echo exit=$?")
   set_tests_properties(plan.cli_refuses PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB;STRATA_LOG=error"
     PASS_REGULAR_EXPRESSION "WARNING: --parallel.*KV streaming|KV streaming.*ERROR: the plan does not fit.*Would fit with: --ctx [0-9]+.*exit=1")
+  add_test(NAME plan.cli_allocate_fault COMMAND sh -c
+    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL}.3 --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL}.3 --backend sim --parallel 2 --ctx 4096 --allocate 2>&1; echo exit=$?")
+  set_tests_properties(plan.cli_allocate_fault PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB,dev1.fail_alloc=2;STRATA_LOG=error"
+    PASS_REGULAR_EXPRESSION "ERROR: plan: allocating consumer 'kv' .* failed although the plan budgeted it.*injected failure.*exit=1")
 endif()

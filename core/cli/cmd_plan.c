@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "kv/kv.h"
 #include "plan/plan.h"
+#include "plan/plan_arena.h"
 
 static void help(FILE *f) {
     fprintf(f,
@@ -32,7 +33,10 @@ static void help(FILE *f) {
             "  --expert-cache auto|N   expert slots per device (auto: what is left)\n"
             "  --runtime-overhead SIZE the runtime's own bytes when not measurable (added to what is measured)\n"
             "  --json | --metrics      print the plan as JSON or Prometheus lines instead of the table\n"
-            "Exit status: 0 the plan fits (maybe degraded, see WARNING lines), 1 refused, 2 bad arguments.\n");
+            "  --allocate              then allocate every consumer on the devices, report what each device\n"
+            "                          holds against the plan, and free it (proves the plan on real memory)\n"
+            "Exit status: 0 the plan fits (maybe degraded, see WARNING lines), 1 refused or an allocation\n"
+            "failed, 2 bad arguments.\n");
 }
 
 static int parse_size_opt(const char *name, const char *v, uint64_t *out) {
@@ -95,12 +99,55 @@ static int pick_devices(st_backend_registry *reg, const char *backend, const cha
     return k;
 }
 
+/* Allocates every consumer of the plan on its device, compares what the device reports with
+ * the plan, frees everything. 0, or -1 (reason printed) when an allocation fails. */
+static int allocate_plan(const st_plan *p, const st_backend_device *const *picked, int nd) {
+    st_device *devs[ST_PLAN_MAX_DEVICES] = {0};
+    const st_backend_api *apis[ST_PLAN_MAX_DEVICES];
+    uint64_t before[ST_PLAN_MAX_DEVICES] = {0};
+    int rc = 0;
+    for (int i = 0; i < nd; i++) {
+        apis[i] = picked[i]->module->api;
+        if (apis[i]->device_open(picked[i]->index, &devs[i]) != ST_OK) {
+            fprintf(stderr, "strata plan: opening %s: %s\n", p->dev[i].in.name, apis[i]->last_error());
+            rc = -1;
+            goto out;
+        }
+        uint64_t fr = 0, tot = 0;
+        if (apis[i]->mem_info(devs[i], &fr, &tot) == ST_OK) before[i] = fr;
+    }
+    char err[1024];
+    st_status st = ST_OK;
+    st_plan_arenas *as = st_plan_arenas_create(p, apis, devs, &st, err, sizeof err);
+    if (!as) {
+        fprintf(stderr, "strata plan: ERROR: %s\n", err);
+        rc = -1;
+        goto out;
+    }
+    printf("\nallocated:\n");
+    for (int i = 0; i < nd; i++) {
+        uint64_t fr = 0, tot = 0;
+        if (apis[i]->mem_info(devs[i], &fr, &tot) != ST_OK) continue;
+        uint64_t took = before[i] > fr ? before[i] - fr : 0;
+        printf("  %-40s %10.1f MiB taken, plan %10.1f MiB allocated, %10.1f MiB free now\n", p->dev[i].in.name,
+               (double)took / 1048576.0, (double)p->dev[i].allocated / 1048576.0, (double)fr / 1048576.0);
+    }
+    if (st_plan_arenas_free(as) != ST_OK) {
+        fprintf(stderr, "strata plan: freeing the arenas failed\n");
+        rc = -1;
+    }
+out:
+    for (int i = 0; i < nd; i++)
+        if (devs[i]) apis[i]->device_close(devs[i]);
+    return rc;
+}
+
 int st_cmd_plan(int argc, char **argv) {
     const char *model = NULL, *backend = NULL, *devlist = NULL, *budget = NULL, *layers = NULL, *v;
     st_plan_request r;
     st_plan_request_default(&r);
     uint64_t extra_overhead = 0;
-    int json = 0, metrics = 0;
+    int json = 0, metrics = 0, allocate = 0;
     long n;
     for (int i = 1; i < argc; i++) {
         int k;
@@ -110,6 +157,7 @@ int st_cmd_plan(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--json")) { json = 1; continue; }
         if (!strcmp(argv[i], "--metrics")) { metrics = 1; continue; }
+        if (!strcmp(argv[i], "--allocate")) { allocate = 1; continue; }
         if ((k = st_cli_opt(argc, argv, &i, "--model", "-m", &v))) { if (k < 0) return 2; model = v; }
         else if ((k = st_cli_opt(argc, argv, &i, "--backend", NULL, &v))) { if (k < 0) return 2; backend = v; }
         else if ((k = st_cli_opt(argc, argv, &i, "--device", NULL, &v))) { if (k < 0) return 2; devlist = v; }
@@ -257,6 +305,7 @@ int st_cmd_plan(int argc, char **argv) {
         free(text);
     }
     rc = p->ok ? 0 : 1;
+    if (p->ok && allocate && allocate_plan(p, picked, nd)) rc = 1;
     st_plan_free(p);
 out:
     if (reg) st_backend_registry_close(reg);
