@@ -105,8 +105,9 @@ static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan
                 "K+V %s for %d slots x %d positions x %d layers (%llu B/position/layer) + cell table",
                 st_type_name(s->kv_type), s->slots, s->ctx, nl, (unsigned long long)per);
         }
-        add(d, "work", ST_PLAN_WORK, st_plan_work_bytes(hp, n_tok, n_out),
-            "activations and expert rows for the largest step: %d tokens", n_tok);
+        if (nl > 0 || first || last)
+            add(d, "work", ST_PLAN_WORK, st_plan_work_bytes(hp, n_tok, n_out),
+                "activations and expert rows for the largest step: %d tokens", n_tok);
         if (last)
             add(d, "logits", ST_PLAN_LOGITS, st_plan_logits_bytes(hp, n_out, p->topk_max),
                 "%d rows x vocab %d + top-%d", n_out, hp->n_vocab, p->topk_max);

@@ -39,9 +39,11 @@ size_t st_plan_format(const st_plan *p, char *buf, size_t len) {
         p->ok ? "" : "  (REFUSED)");
     for (int32_t i = 0; i < p->n_devices; i++) {
         const st_plan_device *d = &p->dev[i];
-        put(&o, "\n%s: %.1f MiB usable (free %.1f of %.1f MiB%s), layers %d-%d\n", d->in.name, MIB(d->capacity),
-            MIB(d->in.mem_free), MIB(d->in.mem_total), d->in.vram_budget ? ", --vram-budget" : "",
-            d->layer_first, d->layer_first + d->n_layers - 1);
+        char layers[48];
+        if (d->n_layers > 0) snprintf(layers, sizeof layers, "layers %d-%d", d->layer_first, d->layer_first + d->n_layers - 1);
+        else snprintf(layers, sizeof layers, "no layers");
+        put(&o, "\n%s: %.1f MiB usable (free %.1f of %.1f MiB%s), %s\n", d->in.name, MIB(d->capacity),
+            MIB(d->in.mem_free), MIB(d->in.mem_total), d->in.vram_budget ? ", --vram-budget" : "", layers);
         put(&o, "  %-16s %12s  %s\n", "consumer", "MiB", "why");
         for (int32_t c = 0; c < d->n_consumers; c++)
             put(&o, "  %-16s %12.1f  %s\n", d->c[c].name, MIB(d->c[c].bytes), d->c[c].why);

@@ -276,6 +276,32 @@ static void test_bad_requests(const pt_model *m) {
     st_plan_free(p);
 }
 
+static void test_more_devices_than_layers(const pt_model *m) {
+    char err[512];
+    st_plan_device_in d[3] = {dev_in("GPU0", 512 * MiB), dev_in("GPU1", 512 * MiB), dev_in("GPU2", 512 * MiB)};
+    st_plan_request r;
+    st_plan_request_default(&r);
+    r.n_ctx = 512;
+    st_plan *p = st_plan_build(m->d, d, 3, &r, err, sizeof err); /* the dense model has 2 layers */
+    CHECK(p && p->ok, "3 devices, 2 layers: %s", p ? p->refusal : err);
+    if (!p) return;
+    check_sums(p);
+    int with_layers = 0;
+    for (int i = 0; i < 3; i++) {
+        with_layers += p->dev[i].n_layers > 0;
+        if (p->dev[i].n_layers == 0) {
+            CHECK(!st_plan_find(p, i, "kv"), "KV on a device without layers");
+            CHECK(i == 2 ? st_plan_find(p, i, "work") != NULL : st_plan_find(p, i, "work") == NULL,
+                  "work buffers only where something runs");
+        }
+    }
+    CHECK(with_layers == 2 && st_plan_find(p, 2, "logits"), "split of 2 layers over 3 devices");
+    char buf[8192];
+    st_plan_format(p, buf, sizeof buf);
+    CHECK(strstr(buf, "no layers") && !strstr(buf, "--1"), "table of a device without layers:\n%s", buf);
+    st_plan_free(p);
+}
+
 static void test_parse(void) {
     uint64_t v = 0;
     CHECK(st_plan_parse_size("24GiB", &v) == 0 && v == 24ull << 30, "24GiB");
@@ -303,6 +329,7 @@ int main(void) {
     test_refuse(&mm);
     test_budget_extra_split(&mm);
     test_bad_requests(&mm);
+    test_more_devices_than_layers(&md);
     test_parse();
     pt_close_model(&mm);
     pt_close_model(&md);
