@@ -126,6 +126,8 @@ typedef struct st_plan {
     int32_t n_out;             /* logit rows per forward: slots x (1 + W) */
     int32_t requested_slots, requested_verify_window;
     uint64_t bytes_expert_slot;/* one expert of one layer (desc->bytes_expert_slice) */
+    int32_t split_auto;        /* nonzero: the planner chose the layer split (in proportion to each
+                                  device's room for layers after its other consumers) */
     int32_t n_devices;
     st_plan_device dev[ST_PLAN_MAX_DEVICES];
     int32_t n_notes;

@@ -72,10 +72,72 @@ typedef struct plan_state {
     uint64_t reserve;
 } plan_state;
 
+/* The automatic split for state s: each device's room for layers after the consumers that do
+ * not grow with layers, and the layers in proportion to that room, never more than fit (at the
+ * costliest layer's size). Leaves the capacity split in place when the layers fit nowhere. */
+static void fit_split(st_plan *p, const st_model_desc *desc, const st_plan_request *r, const plan_state *s) {
+    const st_hparams *hp = &desc->hp;
+    const int32_t L = hp->n_layer, D = p->n_devices;
+    const int32_t n_out = s->slots * (1 + s->W);
+    const int32_t n_tok = r->n_batch > n_out ? r->n_batch : n_out;
+    const uint64_t table = st_plan_round((uint64_t)s->slots * (uint64_t)s->ctx * 4u);
+    const uint64_t kv1 = st_plan_kv_bytes(hp, s->kv_type, 1, s->slots, s->ctx) - table;
+    uint64_t layer_max[2] = {0, 0}; /* costliest layer: [0] copied weights, [1] unified device */
+    for (int32_t l = 0; l < L; l++)
+        for (int u = 0; u < 2; u++) {
+            uint64_t c = st_plan_weight_bytes(desc, l, 1, 0, 0, u) + kv1 + (uint64_t)hp->n_expert * 4u;
+            if (c > layer_max[u]) layer_max[u] = c;
+        }
+    int64_t room[ST_PLAN_MAX_DEVICES], maxl[ST_PLAN_MAX_DEVICES];
+    int64_t sum_max = 0;
+    double sum_room = 0;
+    for (int32_t i = 0; i < D; i++) {
+        const st_plan_device *d = &p->dev[i];
+        const int first = i == 0, last = i == D - 1;
+        uint64_t f = st_plan_weight_bytes(desc, 0, 0, first, last, d->in.unified) + st_plan_work_bytes(hp, n_tok, n_out) +
+                     table + d->in.runtime_overhead + s->reserve + st_plan_round(r->graph_bytes) + 4096u;
+        if (last) f += st_plan_logits_bytes(hp, n_out, p->topk_max) + (r->draft_head_bytes ? st_plan_round(r->draft_head_bytes) : 0);
+        if (s->W > 0) f += st_plan_round((uint64_t)n_out * (uint64_t)s->ctx * 4u);
+        for (int32_t e = 0; e < r->n_extra; e++)
+            if (r->extra[e].device == i) f += st_plan_round(r->extra[e].bytes);
+        room[i] = d->capacity > f ? (int64_t)(d->capacity - f) : 0;
+        maxl[i] = room[i] / (int64_t)(layer_max[d->in.unified ? 1 : 0] ? layer_max[d->in.unified ? 1 : 0] : 1);
+        if (maxl[i] > L) maxl[i] = L;
+        sum_max += maxl[i];
+        sum_room += (double)room[i];
+    }
+    if (sum_max < L || sum_room <= 0) return;
+    int32_t n[ST_PLAN_MAX_DEVICES], given = 0;
+    for (int32_t i = 0; i < D; i++) {
+        n[i] = (int32_t)((double)L * (double)room[i] / sum_room);
+        if (n[i] > maxl[i]) n[i] = (int32_t)maxl[i];
+        given += n[i];
+    }
+    while (given < L) { /* the rest to the device with the most room left per layer */
+        int32_t best = -1;
+        double best_left = -1;
+        for (int32_t i = 0; i < D; i++) {
+            if (n[i] >= maxl[i]) continue;
+            double left = (double)room[i] / (double)(n[i] + 1);
+            if (left > best_left) best_left = left, best = i;
+        }
+        if (best < 0) return; /* cannot happen: sum_max >= L */
+        n[best]++;
+        given++;
+    }
+    int32_t l = 0;
+    for (int32_t i = 0; i < D; i++) {
+        p->dev[i].layer_first = l;
+        p->dev[i].n_layers = n[i];
+        l += n[i];
+    }
+}
+
 /* Fills every consumer except the expert cache for state s. */
 static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan_request *r,
                             const plan_state *s) {
     const st_hparams *hp = &desc->hp;
+    if (p->split_auto && p->n_devices > 1) fit_split(p, desc, r, s);
     const int32_t n_out = s->slots * (1 + s->W);
     const int32_t n_tok = r->n_batch > n_out ? r->n_batch : n_out;
     p->n_slots = s->slots;
@@ -174,6 +236,7 @@ static int split_layers(st_plan *p, int32_t n_layer, char *err, size_t errlen) {
         }
         return 0;
     }
+    p->split_auto = 1; /* refined per state by fit_split */
     double total = 0;
     for (int32_t i = 0; i < p->n_devices; i++) total += (double)p->dev[i].capacity;
     int32_t l = 0;

@@ -302,6 +302,36 @@ static void test_more_devices_than_layers(const pt_model *m) {
     st_plan_free(p);
 }
 
+/* A device with a large extra consumer gets fewer layers instead of costing every device slots. */
+static void test_fit_split(const pt_model *m) {
+    char err[512];
+    st_plan_device_in d[2] = {dev_in("GPU0", 200 * MiB), dev_in("GPU1", 200 * MiB)};
+    st_plan_request r;
+    st_plan_request_default(&r);
+    r.n_slots = 4;
+    r.n_ctx = 16384; /* 32 MiB of KV per layer */
+    r.n_extra = 1;
+    snprintf(r.extra[0].name, sizeof r.extra[0].name, "big");
+    r.extra[0].device = 0;
+    r.extra[0].bytes = 150 * MiB;
+    st_plan *p = st_plan_build(m->d, d, 2, &r, err, sizeof err);
+    CHECK(p && p->ok && p->split_auto, "fit split: %s", p ? p->refusal : err);
+    if (!p) return;
+    check_sums(p);
+    CHECK(p->n_slots == 4 && note_index(p, "--parallel") < 0, "slots cut (%d) although the other device has room",
+          p->n_slots);
+    CHECK(p->dev[0].n_layers < 2 && p->dev[0].n_layers + p->dev[1].n_layers == m->d->hp.n_layer,
+          "layers %d + %d", p->dev[0].n_layers, p->dev[1].n_layers);
+    st_plan_free(p);
+    /* the same with the split fixed at 2 + 2 must cut slots: the check above can fail */
+    d[0].n_layers = 2;
+    d[1].n_layers = 2;
+    p = st_plan_build(m->d, d, 2, &r, err, sizeof err);
+    CHECK(p && p->ok && p->n_slots < 4 && note_index(p, "--parallel") >= 0 && !p->split_auto,
+          "a fixed 2+2 split should cut slots (%d)", p ? p->n_slots : -1);
+    st_plan_free(p);
+}
+
 static void test_parse(void) {
     uint64_t v = 0;
     CHECK(st_plan_parse_size("24GiB", &v) == 0 && v == 24ull << 30, "24GiB");
@@ -330,6 +360,7 @@ int main(void) {
     test_budget_extra_split(&mm);
     test_bad_requests(&mm);
     test_more_devices_than_layers(&md);
+    test_fit_split(&mm);
     test_parse();
     pt_close_model(&mm);
     pt_close_model(&md);
