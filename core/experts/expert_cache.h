@@ -68,6 +68,7 @@ const char *st_expert_policy_name(int policy);
 /* Creates an empty cache (every table entry -1). Returns NULL with a message in err on bad
  * parameters or out of host memory. The caller owns it: st_expert_cache_free. */
 st_expert_cache *st_expert_cache_create(const st_expert_cache_params *p, char *err, size_t errlen);
+/* Frees the cache and its table. NULL is ok. */
 void st_expert_cache_free(st_expert_cache *c);
 
 /* Fills free slots from a ranked profile ((layer[i], expert[i]) best first), in order, skipping

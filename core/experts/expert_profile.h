@@ -34,6 +34,7 @@ int st_expert_profile_write(const st_expert_profile *p, const char *path, char *
 st_expert_profile *st_expert_profile_read(const char *path, char *err, size_t errlen);
 /* Checks the profile was recorded for a model of this shape: 0, or -1 with err. */
 int st_expert_profile_check(const st_expert_profile *p, int32_t n_layer, int32_t n_expert, char *err, size_t errlen);
+/* Frees a profile. NULL is ok. */
 void st_expert_profile_free(st_expert_profile *p);
 
 #ifdef __cplusplus

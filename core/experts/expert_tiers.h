@@ -76,6 +76,7 @@ int st_expert_ram_pinned(const st_expert_ram *r);
  * slots the file's own slices are returned. 0, or -1 with err. */
 int st_expert_ram_get(st_expert_ram *r, int32_t layer, int32_t expert, st_expert_slice *out, char *err,
                       size_t errlen);
+/* Copies the RAM tier's counters into *out. */
 void st_expert_ram_stats_get(const st_expert_ram *r, st_expert_ram_stats *out);
 
 #ifdef __cplusplus
