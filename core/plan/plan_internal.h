@@ -1,4 +1,4 @@
-/* Private helpers shared by the planner's files. */
+/* Private functions shared by the planner's files. */
 #ifndef STRATA_PLAN_INTERNAL_H
 #define STRATA_PLAN_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* Helpers of the planner tests. */
+/* Shared code of the planner tests. */
 #include "plan_testutil.h"
 
 #include <stdlib.h>

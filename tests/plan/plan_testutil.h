@@ -1,4 +1,4 @@
-/* Helpers of the planner tests: model files written from a shape (zero weights, optional YaRN
+/* Shared code of the planner tests: model files written from a shape (zero weights, optional YaRN
  * metadata) and simulated devices opened through the backend registry. */
 #ifndef STRATA_TEST_PLAN_UTIL_H
 #define STRATA_TEST_PLAN_UTIL_H
