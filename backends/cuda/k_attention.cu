@@ -7,6 +7,7 @@
 #include "cuda/cuda_common.cuh"
 
 #define ST_ATT_WARPS 4
+#define ST_ATT_DECODE_CHUNK 64 /* positions per block when the sequence is split */
 #define ST_ATT_MAX_HD 512
 #define ST_ATT_PER_LANE (ST_ATT_MAX_HD / ST_WARP)
 
@@ -199,15 +200,17 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.max_pos = a->max_pos;
     p.scale = a->scale;
     p.part = (float *)s->ws;
-    /* Split the sequence when (tokens x heads) alone cannot fill the device. */
+    /* Split the sequence when (tokens x heads) alone cannot fill the device. Each warp walks
+     * its positions one after another (a chain of dependent loads per position), so the chunks
+     * are short: ST_ATT_DECODE_CHUNK positions per block. kv_len is only known on the device,
+     * so the split covers max_pos; blocks past kv_len exit at once. */
     int n_split = 1;
     const int64_t rows = n * nh, target = 4ll * (s->dev->n_sm > 0 ? s->dev->n_sm : 32);
-    if (rows < target && a->max_pos >= 512) {
-        int64_t want = (target + rows - 1) / rows;
-        const int64_t by_len = (a->max_pos + 255) / 256;
+    if (rows < target && a->max_pos >= 2 * ST_ATT_DECODE_CHUNK) {
+        int64_t want = (a->max_pos + ST_ATT_DECODE_CHUNK - 1) / ST_ATT_DECODE_CHUNK;
         const int64_t by_ws = (int64_t)(s->ws_bytes / sizeof(float)) / (rows * (dv + 2));
-        if (want > by_len) want = by_len;
         if (want > by_ws) want = by_ws;
+        if (want > 65535) want = 65535;
         if (want > 1) n_split = (int)want;
     }
     p.n_split = n_split;

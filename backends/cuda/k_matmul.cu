@@ -1,5 +1,6 @@
 /* MATMUL (GEMV for n <= 8 activation rows, tiled GEMM above) and GET_ROWS for every weight
  * format. Launchers validate shapes and return statuses; kernels dequantize on the fly. */
+#include "cuda/cuda_gemv.cuh"
 #include "cuda/cuda_mm.cuh"
 
 #define ST_GEMV_WARPS 4
@@ -107,6 +108,8 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
                            (long long)st_nrows(a->out), (long long)a->out.ne[0]);
     if (!M || !n) return ST_OK;
     ST_TRY(st_cuda_use(s->dev));
+    st_status fast_st;
+    if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
     st_mm_launch L{a, s->s, M, K, n, st_use_tc(s->dev, a->w.type)};
 #define ST_MM_CALL(T)                                                                                 \
     (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \

@@ -1,6 +1,7 @@
 /* MOE_MATMUL through the device-side slot table, and MOE_COMBINE. Each block owns one expert
  * slot and a range of output rows; it gathers the assignments routed to its slot on the
  * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles of 64. */
+#include "cuda/cuda_gemv.cuh"
 #include "cuda/cuda_mm.cuh"
 
 #define ST_MOE_THREADS 256
@@ -166,6 +167,8 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
     /* Many assignments per slot on average: tiles; else GEMV passes of 8. */
     L.tiles = a->n_assign > 32 * n_slots;
     L.tc = st_use_tc(s->dev, w.type);
+    st_status fast_st;
+    if (!L.tiles && st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
 #define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))
     ST_WEIGHT_DISPATCH(w.type, ST_MOE_CALL)
 #undef ST_MOE_CALL

@@ -100,9 +100,20 @@ static void bench_attention(tc_ctx *c, int n, int len, int nh, int nkv, int hd, 
 
 void tc_bench(tc_ctx *c) {
     bench_matmul(c, ST_TYPE_Q4_K, 32768, 8192, 1, 20);
+    bench_matmul(c, ST_TYPE_Q4_K, 32768, 8192, 2, 20);
     bench_matmul(c, ST_TYPE_Q4_K, 32768, 8192, 8, 20);
     bench_matmul(c, ST_TYPE_Q8_0, 32768, 8192, 1, 20);
+    bench_matmul(c, ST_TYPE_Q6_K, 32768, 8192, 1, 20);
+    bench_matmul(c, ST_TYPE_Q5_K, 32768, 8192, 1, 20);
+    bench_matmul(c, ST_TYPE_Q4_0, 32768, 8192, 1, 20);
     bench_matmul(c, ST_TYPE_F16, 16384, 8192, 1, 20);
+    bench_matmul(c, ST_TYPE_BF16, 16384, 8192, 1, 20);
+    /* qwen3-30b-a3b decode shapes: q, k/v, o projections */
+    bench_matmul(c, ST_TYPE_Q4_K, 4096, 2048, 1, 200);
+    bench_matmul(c, ST_TYPE_Q4_K, 512, 2048, 1, 200);
+    bench_matmul(c, ST_TYPE_Q4_K, 2048, 4096, 1, 200);
+    bench_moe(c, ST_TYPE_Q4_K, 8, 128, 768, 2048, 200);
+    bench_moe(c, ST_TYPE_Q4_K, 8, 128, 2048, 768, 200);
     bench_matmul(c, ST_TYPE_Q4_K, 4096, 4096, 512, 5);
     bench_matmul(c, ST_TYPE_F16, 4096, 4096, 512, 5);
     bench_moe(c, ST_TYPE_Q4_K, 8, 64, 2048, 7168, 20);

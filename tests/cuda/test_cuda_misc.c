@@ -106,7 +106,8 @@ static void test_graph(tc_ctx *c) {
         st_ref_add(&hadd);
         char name[64];
         snprintf(name, sizeof name, "graph replay %d (matmul + add)", rep);
-        tc_compare(c, name, &out, &dout, 2e-5);
+        /* Q4_K at n = 1 takes the decode GEMV, whose activations are quantized to 8 bits */
+        tc_compare(c, name, &out, &dout, 1e-2);
     }
     if (g) tc_status(c, "graph_destroy", api->graph_destroy(g));
     free(w.data);

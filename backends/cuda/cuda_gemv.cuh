@@ -1,0 +1,19 @@
+/* Entry points of the fast decode GEMV (k_gemv.cu), called by the MATMUL and MOE_MATMUL
+ * launchers before their generic kernels. Each returns false (launching nothing) when the
+ * call's format, shape or alignment is not covered; otherwise it launches and returns true
+ * with the launch status in *st. The quantized formats use the stream workspace for q8
+ * activations. */
+#ifndef STRATA_CUDA_GEMV_CUH
+#define STRATA_CUDA_GEMV_CUH
+
+#include <stdlib.h>
+
+#include "cuda/cuda_common.cuh"
+
+/* Most assignments the MOE_MATMUL fast path takes (one block row per assignment). */
+#define ST_GV_MOE_MAX_ASSIGN 64
+
+bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st);
+bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st);
+
+#endif
