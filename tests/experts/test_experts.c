@@ -200,6 +200,16 @@ static void test_invariants(st_expert_policy pol) {
         sh += per.hits;
     }
     CHECK(sh == t.hits, "per-layer hits do not sum to the total");
+    {
+        char m[8192], want[160];
+        st_expert_cache_format_metrics(c, "1", 0.5, m, sizeof m);
+        snprintf(want, sizeof want, "strata_expert_hits_total{device=\"1\"} %llu\n", (unsigned long long)t.hits);
+        CHECK(strstr(m, want) != NULL, "metrics lack '%s'", want);
+        snprintf(want, sizeof want, "strata_expert_bytes_total{device=\"1\",tier=\"upload\"} %llu\n",
+                 (unsigned long long)t.bytes_upload);
+        CHECK(strstr(m, want) != NULL && strstr(m, "layer=\"2\"") && strstr(m, "strata_expert_hit_rate_belady{device=\"1\"} 0.5"),
+              "metrics:\n%s", m);
+    }
     CHECK(t.bytes_device > 0 && t.bytes_device <= t.hits * 4096 && t.bytes_host <= t.misses * 4096,
           "tier bytes count each expert once per call");
     st_expert_cache_free(c);
