@@ -128,6 +128,14 @@ uint64_t st_plan_arena_bytes(const st_plan_arena *a) {
     return t;
 }
 
+int st_plan_arena_owns(const st_plan_arena *a, const void *ptr) {
+    for (int32_t i = 0; a && i < a->n; i++) {
+        const char *b = a->b[i].base;
+        if ((const char *)ptr >= b && (const char *)ptr < b + a->b[i].budget) return 1;
+    }
+    return 0;
+}
+
 st_status st_plan_arena_free(st_plan_arena *a) {
     if (!a) return ST_OK;
     st_status first = ST_OK;

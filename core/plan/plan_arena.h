@@ -40,9 +40,24 @@ uint64_t st_plan_arena_budget(const st_plan_arena *a, const char *consumer);
 void *st_plan_arena_base(const st_plan_arena *a, const char *consumer);
 /* Bytes the arena holds on its device (the sum of its blocks). */
 uint64_t st_plan_arena_bytes(const st_plan_arena *a);
+/* Nonzero when `ptr` lies inside one of the arena's blocks. */
+int st_plan_arena_owns(const st_plan_arena *a, const void *ptr);
 /* Releases every block and the arena. Returns the first failing mem_free status (text
  * through api->last_error), OK otherwise; NULL is ok. */
 st_status st_plan_arena_free(st_plan_arena *a);
+
+/* An allocator for code that allocates through a backend table (core/model, core/kv) without
+ * naming its consumers yet: *out becomes a copy of `real` whose mem_alloc carves buffers for
+ * device `dev` from the arena's consumers in the order given (the first with room), whose
+ * mem_free ignores carved buffers, and whose last_error explains a refusal ("plan: no room for
+ * 12.0 MiB on SIM0 in consumers weights, kv, work (... a bug: the plan sized them too small)").
+ * The total is enforced exactly; attribution to consumers is first-fit until callers name them.
+ * One binding per device, up to ST_PLAN_MAX_DEVICES process-wide; `out` is caller storage that
+ * must outlive every use. 0, or -1 with err (INVALID arguments, no binding slot left). */
+int st_plan_api_bind(st_plan_arena *a, const st_backend_api *real, st_device *dev, const char *const *consumers,
+                     int n_consumers, st_backend_api *out, char *err, size_t errlen);
+/* Removes the binding of `dev` (after everything allocated through it is released). */
+void st_plan_api_unbind(st_device *dev);
 
 /* The arenas of every device of a plan: the allocator interface the model layer adopts. */
 typedef struct st_plan_arenas st_plan_arenas;

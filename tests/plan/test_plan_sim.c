@@ -4,6 +4,7 @@
  *   three_8k     360 MiB free after the weights; 3 concurrent 8K prompts fit by the plan
  *   fault        an allocation failure injected after planning is reported naming the consumer
  *   model_total  the plan's sizes against what a real model load allocates on the sim
+ *   model_in_plan a real model loaded and run with every allocation carved from the plan
  * usage: test_plan_sim CASE path/to/strata-sim.so */
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,83 @@ static int case_model_total(void) {
     return rc;
 }
 
+/* A real model loaded and run with every device allocation carved from the plan's arena. */
+static int case_model_in_plan(void) {
+    char path[512];
+    pt_tmp_path(path, sizeof path, "inplan.gguf");
+    pt_shape sh = {ST_ARCH_QWEN3MOE, 3, 128, 4, 2, 32, 0, 300, 8, 2, 96, 4096, 0, 0, ST_TYPE_Q8_0};
+    if (pt_write_model(&sh, path)) return 1;
+    pt_model m;
+    if (pt_open_model(&m, path)) return 1;
+    pt_sim s;
+    if (pt_sim_open(&s, g_module, "devices=2,mem=64MiB")) return 1;
+    st_plan_request r;
+    st_plan_request_default(&r);
+    r.n_slots = 2;
+    r.n_ctx = 256;
+    r.n_batch = 32;
+    r.topk_max = 8;
+    char err[1024];
+    st_plan *p = st_plan_build(m.d, s.in, 1, &r, err, sizeof err);
+    CHECK(p && p->ok && p->dev[0].expert_slots == p->dev[0].expert_slots_max, "plan: %s", p ? p->refusal : err);
+    if (!p || !p->ok) return 1;
+    st_model_params mp;
+    st_model_params_default(&mp);
+    mp.n_seq = p->n_slots;
+    mp.n_ctx = p->n_ctx;
+    mp.n_batch = p->n_tok_step;
+    mp.n_out_max = p->n_out;
+    mp.topk_max = p->topk_max;
+    mp.no_in_place = 1;
+    st_status st = ST_OK;
+    st_plan_arena *a = st_plan_arena_create(p, 0, s.api, s.dev[0], &st, err, sizeof err);
+    CHECK(a != NULL, "arena: %s", err);
+    if (!a) return 1;
+    static st_backend_api planned_api;
+    const char *chain[] = {"weights", "expert_cache", "kv", "work", "logits"};
+    CHECK(st_plan_api_bind(a, s.api, s.dev[0], chain, 5, &planned_api, err, sizeof err) == 0, "bind: %s", err);
+    const uint64_t held = pt_sim_used(&s, 0);
+    st_model *mod = st_model_load(m.d, &planned_api, s.dev[0], s.index[0], &mp, err, sizeof err);
+    CHECK(mod != NULL, "model load from the plan: %s", err);
+    CHECK(pt_sim_used(&s, 0) == held && held == p->dev[0].allocated,
+          "the model allocated outside the plan (sim holds %llu, plan %llu)", (unsigned long long)pt_sim_used(&s, 0),
+          (unsigned long long)p->dev[0].allocated);
+    /* the same model loaded the ordinary way on the second device gives the same logits */
+    st_model *ref = st_model_load(m.d, s.api, s.dev[1], s.index[1], &mp, err, sizeof err);
+    CHECK(ref != NULL, "ordinary load: %s", err);
+    if (mod && ref) {
+        const int32_t toks[5] = {1, 17, 42, 5, 99};
+        const int V = m.d->hp.n_vocab;
+        float *l1 = malloc((size_t)V * sizeof *l1), *l2 = malloc((size_t)V * sizeof *l2);
+        int ok1 = st_model_eval(mod, 1, toks, 5, 0, 0, NULL, err, sizeof err) == 0 && st_model_logits(mod, l1, err, sizeof err) == 0;
+        CHECK(ok1, "forward inside the plan: %s", err);
+        int ok2 = st_model_eval(ref, 1, toks, 5, 0, 0, NULL, err, sizeof err) == 0 && st_model_logits(ref, l2, err, sizeof err) == 0;
+        CHECK(ok2, "ordinary forward: %s", err);
+        if (ok1 && ok2) CHECK(!memcmp(l1, l2, (size_t)V * sizeof *l1), "logits differ between the planned and the ordinary load");
+        free(l1);
+        free(l2);
+    }
+    st_model_free(ref);
+    st_model_free(mod);
+    CHECK(pt_sim_used(&s, 0) == held, "freeing the model released arena blocks");
+    /* the arena is reused after a reset; asking for more than planned (a longer context) is then
+     * refused at the KV cache, naming the plan, not overrun */
+    for (int i = 0; i < 5; i++) st_plan_arena_reset(a, chain[i]);
+    mp.n_ctx = 4 * p->n_ctx;
+    mod = st_model_load(m.d, &planned_api, s.dev[0], s.index[0], &mp, err, sizeof err);
+    CHECK(mod == NULL && strstr(err, "KV cache") && strstr(err, "plan: no room") && strstr(err, "a bug"), "over-plan load: %s",
+          mod ? "loaded" : err);
+    printf("over-plan load refused: %s\n", err);
+    st_model_free(mod);
+    st_plan_api_unbind(s.dev[0]);
+    CHECK(st_plan_arena_free(a) == ST_OK && pt_sim_used(&s, 0) == 0, "arena free");
+    st_plan_free(p);
+    pt_sim_close(&s);
+    pt_close_model(&m);
+    remove(path);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_plan_sim long_ctx|three_8k|fault|model_total path/to/strata-sim.so\n");
@@ -364,6 +442,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "three_8k")) rc = case_three_8k();
     else if (!strcmp(argv[1], "fault")) rc = case_fault();
     else if (!strcmp(argv[1], "model_total")) rc = case_model_total();
+    else if (!strcmp(argv[1], "model_in_plan")) rc = case_model_in_plan();
     else {
         fprintf(stderr, "unknown case %s\n", argv[1]);
         return 2;
