@@ -37,4 +37,8 @@ if(TARGET strata AND TARGET strata-sim)
     "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL}.3 --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL}.3 --backend sim --parallel 2 --ctx 4096 --allocate 2>&1; echo exit=$?")
   set_tests_properties(plan.cli_allocate_fault PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=128MiB,dev1.fail_alloc=2;STRATA_LOG=error"
     PASS_REGULAR_EXPRESSION "ERROR: plan: allocating consumer 'kv' .* failed although the plan budgeted it.*injected failure.*exit=1")
+  add_test(NAME plan.cli_load COMMAND sh -c
+    "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL}.4 --arch qwen3moe --preset tiny --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL}.4 --backend sim --parallel 2 --ctx 512 --load")
+  set_tests_properties(plan.cli_load PROPERTIES ENVIRONMENT "STRATA_SIM=devices=1,mem=64MiB;STRATA_LOG=error"
+    PASS_REGULAR_EXPRESSION "loaded inside the plan: the model took .* MiB planned for it; one forward ran")
 endif()

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
+#include "model/model.h"
 #include "plan/plan.h"
 #include "plan/plan_arena.h"
 
@@ -35,6 +36,8 @@ static void help(FILE *f) {
             "  --json | --metrics      print the plan as JSON or Prometheus lines instead of the table\n"
             "  --allocate              then allocate every consumer on the devices, report what each device\n"
             "                          holds against the plan, and free it (proves the plan on real memory)\n"
+            "  --load                  (one device) then load the model inside the plan's arena and run one\n"
+            "                          forward: every device allocation of the model comes from the plan\n"
             "Exit status: 0 the plan fits (maybe degraded, see WARNING lines), 1 refused or an allocation\n"
             "failed, 2 bad arguments.\n");
 }
@@ -142,12 +145,75 @@ out:
     return rc;
 }
 
+/* Loads the model inside the plan's arena on the single device and runs one forward. 0, or -1
+ * with the reason printed. */
+static int load_in_plan(const st_plan *p, const st_model_desc *desc, const st_backend_device *const *picked, int nd) {
+    if (nd != 1) {
+        fprintf(stderr, "strata plan: --load runs the model on one device (%d chosen)\n", nd);
+        return -1;
+    }
+    if (p->dev[0].expert_slots < p->dev[0].expert_slots_max) {
+        fprintf(stderr, "strata plan: --load: the model places every expert on its device (no expert cache in the "
+                "forward yet); the plan caches %lld of %lld\n", (long long)p->dev[0].expert_slots,
+                (long long)p->dev[0].expert_slots_max);
+        return -1;
+    }
+    const st_backend_api *api = picked[0]->module->api;
+    st_device *dev = NULL;
+    if (api->device_open(picked[0]->index, &dev) != ST_OK) {
+        fprintf(stderr, "strata plan: opening %s: %s\n", p->dev[0].in.name, api->last_error());
+        return -1;
+    }
+    char err[1024];
+    st_status st = ST_OK;
+    int rc = -1;
+    st_model *m = NULL;
+    static st_backend_api planned;
+    const char *chain[] = {"weights", "expert_cache", "kv", "work", "logits"};
+    st_plan_arena *a = st_plan_arena_create(p, 0, api, dev, &st, err, sizeof err);
+    if (!a || st_plan_api_bind(a, api, dev, chain, 5, &planned, err, sizeof err)) {
+        fprintf(stderr, "strata plan: ERROR: %s\n", err);
+        goto out;
+    }
+    st_model_params mp;
+    st_model_params_default(&mp);
+    mp.kv_type = p->kv_type;
+    mp.n_seq = p->n_slots;
+    mp.n_ctx = p->n_ctx;
+    mp.n_batch = p->n_tok_step;
+    mp.n_out_max = p->n_out;
+    mp.topk_max = p->topk_max;
+    mp.no_in_place = !p->dev[0].in.unified;
+    m = st_model_load(desc, &planned, dev, picked[0]->index, &mp, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "strata plan: ERROR: loading inside the plan: %s\n", err);
+        goto out;
+    }
+    uint64_t used = 0;
+    for (int i = 0; i < 5; i++) used += st_plan_arena_used(a, chain[i]);
+    const int32_t tok = 1;
+    int32_t id = -1;
+    if (st_model_eval(m, 0, &tok, 1, 0, 0, NULL, err, sizeof err) || st_model_argmax(m, &id, err, sizeof err)) {
+        fprintf(stderr, "strata plan: ERROR: forward inside the plan: %s\n", err);
+        goto out;
+    }
+    printf("\nloaded inside the plan: the model took %.1f MiB of the %.1f MiB planned for it; one forward ran "
+           "(argmax %d)\n", (double)used / 1048576.0, (double)p->dev[0].allocated / 1048576.0, id);
+    rc = 0;
+out:
+    st_model_free(m);
+    st_plan_api_unbind(dev);
+    st_plan_arena_free(a);
+    api->device_close(dev);
+    return rc;
+}
+
 int st_cmd_plan(int argc, char **argv) {
     const char *model = NULL, *backend = NULL, *devlist = NULL, *budget = NULL, *layers = NULL, *v;
     st_plan_request r;
     st_plan_request_default(&r);
     uint64_t extra_overhead = 0;
-    int json = 0, metrics = 0, allocate = 0;
+    int json = 0, metrics = 0, allocate = 0, load = 0;
     long n;
     for (int i = 1; i < argc; i++) {
         int k;
@@ -158,6 +224,7 @@ int st_cmd_plan(int argc, char **argv) {
         if (!strcmp(argv[i], "--json")) { json = 1; continue; }
         if (!strcmp(argv[i], "--metrics")) { metrics = 1; continue; }
         if (!strcmp(argv[i], "--allocate")) { allocate = 1; continue; }
+        if (!strcmp(argv[i], "--load")) { load = 1; continue; }
         if ((k = st_cli_opt(argc, argv, &i, "--model", "-m", &v))) { if (k < 0) return 2; model = v; }
         else if ((k = st_cli_opt(argc, argv, &i, "--backend", NULL, &v))) { if (k < 0) return 2; backend = v; }
         else if ((k = st_cli_opt(argc, argv, &i, "--device", NULL, &v))) { if (k < 0) return 2; devlist = v; }
@@ -306,6 +373,7 @@ int st_cmd_plan(int argc, char **argv) {
     }
     rc = p->ok ? 0 : 1;
     if (p->ok && allocate && allocate_plan(p, picked, nd)) rc = 1;
+    if (p->ok && load && load_in_plan(p, desc, picked, nd)) rc = 1;
     st_plan_free(p);
 out:
     if (reg) st_backend_registry_close(reg);
