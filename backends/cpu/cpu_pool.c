@@ -60,7 +60,9 @@ static void pool_work(struct st_cpu_pool *p) {
 static void *pool_main(void *arg) {
     st_pool_worker *w = arg;
     struct st_cpu_pool *p = w->pool;
-    unsigned seen = atomic_load(&p->gen);
+    /* Generation 0 is the pool's state at creation: a job or a stop posted before this thread
+     * first ran still counts as new (reading gen here could miss it and sleep forever). */
+    unsigned seen = 0;
     for (;;) {
         unsigned g;
         int spins = 0;
