@@ -20,7 +20,7 @@ static void help(FILE *f) {
             "usage: strata plan -m F.gguf [options]\n"
             "  --backend NAME          devices of this module only (cuda, sim, cpu, ...)\n"
             "  --device LIST           comma-separated device indexes of `strata backends`' list, or NAME:N\n"
-            "                          (default: every GPU-like device, else the CPU)\n"
+            "                          (default: every GPU, else the CPU; simulated devices only when asked)\n"
             "  --parallel N            concurrent slots (default 1)\n"
             "  --ctx N                 positions per slot (default min(training context, 4096))\n"
             "  --kv-type T             f16 (default), f32, q8_0\n"
@@ -51,7 +51,7 @@ static int parse_size_opt(const char *name, const char *v, uint64_t *out) {
 }
 
 static int is_gpu_like(const st_backend_device *d) {
-    return strcmp(d->props->vendor, "cpu") != 0;
+    return strcmp(d->props->vendor, "cpu") != 0 && strcmp(d->props->vendor, "sim") != 0;
 }
 
 /* Picks devices from --backend / --device into out[]; returns the count or -1. */
