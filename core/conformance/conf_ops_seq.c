@@ -230,8 +230,8 @@ static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign,
             ws.ne[2] = 1;
             xs.data = (char *)h.x.data + (size_t)x_row[a] * (size_t)h.x.nb[1];
             xs.ne[1] = 1;
-            double *d1 = st_conf_dot_scale(c, &ws, &xs);
-            den[i] = d1 ? d1[0] * (scale ? (double)scale[a] * scale[a] : 1.0) : 0;
+            if (st_conf_dot_scale_into(&ws, &xs, &den[i])) den[i] = 0;
+            den[i] *= scale ? (double)scale[a] * scale[a] : 1.0;
         }
         if (got && den) {
             err = rows_error(ST_TYPE_F32, M, (size_t)o.nb[1], got, h.out.data, live, n_live, den);

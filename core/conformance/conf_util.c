@@ -21,7 +21,10 @@ float st_conf_randf(st_conf_ctx *c, float lo, float hi) {
 int st_conf_randi(st_conf_ctx *c, int n) { return (int)(next_u64(c) % (uint64_t)n); }
 
 void *st_conf_host(st_conf_ctx *c, size_t bytes) {
-    if (c->n_hbuf >= (int)(sizeof c->hbuf / sizeof c->hbuf[0])) return NULL;
+    if (c->n_hbuf >= (int)(sizeof c->hbuf / sizeof c->hbuf[0])) {
+        st_conf_device_failed(c, "harness: too many host buffers in one case", ST_INTERNAL);
+        return NULL;
+    }
     void *p = calloc(1, bytes ? bytes : 1);
     if (p) c->hbuf[c->n_hbuf++] = p;
     return p;
@@ -152,15 +155,14 @@ double st_conf_compare(st_conf_ctx *c, const st_tensor *dev, const st_tensor *ho
     return st_conf_compare_den(c, dev, host, NULL);
 }
 
-double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x) {
+int st_conf_dot_scale_into(const st_tensor *w, const st_tensor *x, double *den) {
     int64_t K = w->ne[0], M = w->ne[1], n = x->ne[1];
-    double *den = st_conf_host(c, sizeof(double) * (size_t)n);
     double *w2 = calloc((size_t)K, sizeof(double));
     float *row = malloc(sizeof(float) * (size_t)K);
-    if (!den || !w2 || !row) {
+    if (!w2 || !row) {
         free(w2);
         free(row);
-        return NULL;
+        return -1;
     }
     for (int64_t m = 0; m < M; m++) { /* column sums of w^2 */
         st_dequantize_row(w->type, (const char *)w->data + m * w->nb[1], row, K);
@@ -174,6 +176,12 @@ double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x
     }
     free(w2);
     free(row);
+    return 0;
+}
+
+double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x) {
+    double *den = st_conf_host(c, sizeof(double) * (size_t)x->ne[1]);
+    if (!den || st_conf_dot_scale_into(w, x, den)) return NULL;
     return den;
 }
 

@@ -65,6 +65,8 @@ double st_conf_compare_den(st_conf_ctx *c, const st_tensor *dev, const st_tensor
 /* den[i] = sum over outputs m and inputs k of (w[m][k] * x[i][k])^2 for a matmul w [M][K] by
  * x [n][K] (host tensors); malloc'ed [n], owned by the case. NULL on out-of-memory. */
 double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x);
+/* The same into den[n] owned by the caller; 0, or -1 on out-of-memory. */
+int st_conf_dot_scale_into(const st_tensor *w, const st_tensor *x, double *den);
 /* Nonzero when two int32 device/host arrays of n items differ; writes the first index. */
 int st_conf_compare_i32(st_conf_ctx *c, const int32_t *dev, const int32_t *host, size_t n, size_t *first);
 
