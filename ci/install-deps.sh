@@ -7,26 +7,37 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 minimal=0; [ "${1:-}" = "--minimal" ] && minimal=1
 
 base=(build-essential cmake pkg-config git curl ca-certificates libmicrohttpd-dev libcjson-dev unicode-data)
-extra=(nodejs npm clang gcc-powerpc64le-linux-gnu qemu-user
-       libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers glslc spirv-tools
-       hipcc libamdhip64-dev rocm-device-libs)
+# toolchains of the backends and checks that exist: clang (fuzzing), the ppc64le cross compiler
+# and qemu (the POWER9 VSX module); CUDA comes from /usr/local/cuda
+extra=(clang gcc-powerpc64le-linux-gnu qemu-user)
+# Node.js and npm (the server tests drive it with the official openai client): only when the
+# machine has none, since a Node.js from elsewhere ships its own npm and conflicts with Debian's.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then extra+=(nodejs npm); fi
 
-want=("${base[@]}")
-[ $minimal = 1 ] || want+=("${extra[@]}")
-missing=()
-for p in "${want[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "install-deps: installing ${missing[*]}"
-  $SUDO apt-get update -q
-  # Optional toolchains may be absent from a distribution's archive: install what exists.
-  avail=()
-  for p in "${missing[@]}"; do
-    if apt-cache show "$p" >/dev/null 2>&1; then avail+=("$p"); else echo "install-deps: package $p not available here; its backend will be skipped"; fi
-  done
-  [ ${#avail[@]} -eq 0 ] || $SUDO apt-get install -y -q --no-install-recommends "${avail[@]}"
-else
-  echo "install-deps: all packages present"
+missing_of() { local p; for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
+updated=0
+apt_install() { # packages...; returns apt's status
+  [ $updated = 1 ] || { $SUDO apt-get update -q >/dev/null; updated=1; }
+  $SUDO apt-get install -y -q --no-install-recommends "$@"
+}
+mapfile -t need < <(missing_of "${base[@]}")
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}"
+  apt_install "${need[@]}" || { echo "install-deps: could not install the required packages ${need[*]}"; exit 1; }
 fi
+if [ $minimal = 0 ]; then
+  mapfile -t opt < <(missing_of "${extra[@]}")
+  if [ ${#opt[@]} -gt 0 ]; then
+    echo "install-deps: installing toolchains ${opt[*]}"
+    if ! apt_install "${opt[@]}"; then
+      # one at a time, so one unavailable or conflicting package skips only its backend
+      for p in "${opt[@]}"; do
+        apt_install "$p" >/dev/null 2>&1 || echo "install-deps: WARNING: $p could not be installed; what needs it is skipped"
+      done
+    fi
+  fi
+fi
+echo "install-deps: done"
 # node: Debian 12 names the binary nodejs in some setups
 command -v node >/dev/null 2>&1 || { command -v nodejs >/dev/null 2>&1 && $SUDO ln -sf "$(command -v nodejs)" /usr/local/bin/node || true; }
 # CUDA: used from /usr/local/cuda when present; otherwise the CUDA backend is skipped at configure.
