@@ -6,14 +6,74 @@
 #include <string.h>
 
 #include "model/model_graph.h"
+#include "platform/platform.h"
 #include "model/model_internal.h"
 #include "quant/quant.h"
+
+/* Opt-in profile (STRATA_PROFILE=1, with STRATA_GRAPHS=0 on devices that capture graphs): each
+ * op is synchronized and timed, and the totals by op and role are printed at exit. It slows
+ * everything down (one sync per op); it says where the time goes, not how fast things are. */
+#define ST_PROF_MAX 64
+typedef struct {
+    const char *op, *what;
+    double s;
+    uint64_t n;
+} prof_entry;
+static prof_entry g_prof[ST_PROF_MAX];
+static int g_prof_n, g_prof_on = -1;
+
+static int prof_cmp(const void *a, const void *b) {
+    double x = ((const prof_entry *)a)->s, y = ((const prof_entry *)b)->s;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void prof_report(void) {
+    double tot = 0;
+    for (int i = 0; i < g_prof_n; i++) tot += g_prof[i].s;
+    qsort(g_prof, (size_t)g_prof_n, sizeof g_prof[0], prof_cmp);
+    fprintf(stderr, "op profile (synchronized per op): %.3f s in all\n", tot);
+    for (int i = 0; i < g_prof_n; i++)
+        fprintf(stderr, "  %-12s %-20s %9.3f ms %5.1f%% %8llu calls %8.1f us/call\n", g_prof[i].op, g_prof[i].what,
+                g_prof[i].s * 1e3, tot > 0 ? 100 * g_prof[i].s / tot : 0, (unsigned long long)g_prof[i].n,
+                g_prof[i].s * 1e6 / (double)(g_prof[i].n ? g_prof[i].n : 1));
+}
+
+static int prof_on(void) {
+    if (g_prof_on < 0) {
+        const char *e = getenv("STRATA_PROFILE");
+        g_prof_on = e && *e && strcmp(e, "0");
+        if (g_prof_on) atexit(prof_report);
+    }
+    return g_prof_on;
+}
+
+static void prof_add(const char *op, const char *what, double s) {
+    int i = 0;
+    while (i < g_prof_n && (strcmp(g_prof[i].op, op) || strcmp(g_prof[i].what, what))) i++;
+    if (i == g_prof_n) {
+        if (g_prof_n == ST_PROF_MAX) return;
+        g_prof[g_prof_n].op = op;
+        g_prof[g_prof_n++].what = what;
+    }
+    g_prof[i].s += s;
+    g_prof[i].n++;
+}
 
 /* Calls an op and turns a failure into "layer L: OP: backend text". */
 #define RUN(opfield, args, what)                                                               \
     do {                                                                                       \
         (args).size = sizeof(args);                                                            \
+        int prof_ = prof_on();                                                                 \
+        uint64_t t0_ = 0;                                                                      \
+        if (prof_) {                                                                           \
+            m->api->stream_sync(m->stream);                                                    \
+            t0_ = st_now_ns();                                                                 \
+        }                                                                                      \
         st_status s_ = m->ops->opfield(m->stream, &(args));                                    \
+        if (prof_ && s_ == ST_OK) {                                                            \
+            s_ = m->api->stream_sync(m->stream);                                               \
+            prof_add(#opfield, what, (double)(st_now_ns() - t0_) / 1e9);                       \
+        }                                                                                      \
         if (s_ != ST_OK) {                                                                     \
             snprintf(err, errlen, "%s%s: %s failed: %s", layer_txt, what, #opfield,            \
                      m->api->last_error());                                                    \

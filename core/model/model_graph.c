@@ -30,8 +30,9 @@ static void lock(void) {
 static void unlock(void) { atomic_flag_clear_explicit(&g_lock, memory_order_release); }
 
 static int env_off(void) {
-    const char *e = getenv("STRATA_GRAPHS");
-    return e && !strcmp(e, "0");
+    const char *e = getenv("STRATA_GRAPHS"), *p = getenv("STRATA_PROFILE");
+    /* the op profile synchronizes inside the step, which a capture cannot hold */
+    return (e && !strcmp(e, "0")) || (p && *p && strcmp(p, "0"));
 }
 
 /* The slot of (m, n, n_out), or of m's "off" mark, or a free one (m == NULL); -1 when full. */
