@@ -73,12 +73,31 @@ static inline void mm_store(const mm_block *b, int64_t i0, int nr, int64_t m, co
     }
 }
 
+/* Bytes ahead of the current weight row that decode prefetches: streams of weight rows cross
+ * page boundaries every few rows, where hardware prefetchers stop. */
+#define ST_MM_PREFETCH_BYTES 2048
+
+static inline void prefetch_rows(const char *p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 0);
+}
+
 /* Output rows [m0, m1) of every activation row. */
 static void mm_rows(const mm_block *b, int64_t m0, int64_t m1) {
     float s[ST_CPU_MAX_NR];
     st_cpu_vec_dot_fn vd = b->wk->vec_dot;
     if (b->n <= ST_CPU_MAX_NR) {
+        const char *end = b->w + m1 * b->wstride;
+        const char *pf = b->w + m0 * b->wstride;
+        prefetch_rows(pf, ST_MM_PREFETCH_BYTES < end - pf ? ST_MM_PREFETCH_BYTES : end - pf);
+        pf += ST_MM_PREFETCH_BYTES;
         for (int64_t m = m0; m < m1; m++) {
+            /* keep the prefetch point ST_MM_PREFETCH_BYTES ahead of the next row */
+            const char *want = b->w + (m + 1) * b->wstride + ST_MM_PREFETCH_BYTES;
+            if (want > end) want = end;
+            if (pf < want) {
+                prefetch_rows(pf, want - pf);
+                pf = want;
+            }
             vd(b->K, b->w + m * b->wstride, b->qx, b->xrow, (int)b->n, s);
             mm_store(b, 0, (int)b->n, m, s);
         }

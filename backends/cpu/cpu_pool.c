@@ -22,7 +22,10 @@
 #define ST_CPU_RELAX() ((void)0)
 #endif
 
-#define ST_POOL_SPIN 4096 /* relax iterations before sleeping (workers) or yielding (caller) */
+/* Relax iterations (tens of microseconds) before a worker sleeps or the caller yields: long
+ * enough to catch back-to-back ops of a decode step, short enough not to steal a busy
+ * machine from the thread that has work (measured: longer spins lost decode speed there). */
+#define ST_POOL_SPIN 1024
 
 typedef struct st_pool_worker {
     struct st_cpu_pool *pool;
