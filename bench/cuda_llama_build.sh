@@ -13,6 +13,6 @@ cmake -S "$src" -B "$out/build" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch
   -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=Release >"$out/configure.log" 2>&1
 cmake --build "$out/build" -j"$(nproc)" --target llama >"$out/build.log" 2>&1
 lib=$(dirname "$(find "$out/build" -name 'libllama.so' | head -1)")
-cc -O2 -std=c11 -o "$out/llama-ref" "$root/tests/llama_ref/llama_ref.c" -I"$src/include" -I"$src/ggml/include" \
+cc -O2 -std=c11 -D_GNU_SOURCE -o "$out/llama-ref" "$root/tests/llama_ref/llama_ref.c" -I"$src/include" -I"$src/ggml/include" \
   -L"$lib" -lllama -lggml -lggml-base -Wl,-rpath,"$lib"
 echo "llama.cpp CUDA build: $out/llama-ref (libraries in $lib)"
