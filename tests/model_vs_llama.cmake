@@ -22,8 +22,10 @@ if(NOT _vocab)
   return()
 endif()
 list(GET _vocab 0 _vocab)
-add_executable(cmp-logits ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/cmp_logits.c)
-target_link_libraries(cmp-logits PRIVATE m)
+if(NOT TARGET cmp-logits)
+  add_executable(cmp-logits ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/cmp_logits.c)
+  target_link_libraries(cmp-logits PRIVATE m)
+endif()
 set(_work ${CMAKE_BINARY_DIR}/test-work/vs-llama)
 # --router-skew 1: routing concentrated as in trained models. With a uniform random router many
 # experts sit within quantization noise of the k-th choice, and a flipped choice changes the

@@ -1,5 +1,6 @@
 /* cmp-logits: compares two [n][n_vocab] float32 logit files (Strata's and the reference's).
  *   cmp-logits A.f32 B.f32 N_VOCAB LIMIT [--greedy FIRST IDS]
+ * N_VOCAB 0 treats each file as one row (any float32 arrays of equal length).
  * Prints the largest normalized error over rows, max|a-b| / max|b| per row, and fails (exit 1)
  * when it exceeds LIMIT. With --greedy, row FIRST+j of A must have its argmax at IDS[j]
  * (IDS: comma-separated token ids the reference generated greedily): that is the reference's
@@ -39,7 +40,10 @@ int main(int argc, char **argv) {
     long na, nb, V = atol(argv[3]);
     double limit = atof(argv[4]);
     float *a = load(argv[1], &na), *b = load(argv[2], &nb);
+    if (V == 0) V = na;
     if (!a || !b || na != nb || V <= 0 || na % V) {
+        free(a);
+        free(b);
         fprintf(stderr, "cmp-logits: files missing or of different sizes (%ld vs %ld floats)\n", na, nb);
         return 2;
     }

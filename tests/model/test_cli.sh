@@ -2,10 +2,12 @@
 # End-to-end checks of the model commands: gen-model for every family, tokenize, logits
 # (file size, CPU vs reference), run (seeded reproducibility, statistics line), bench --json,
 # and, when llama.cpp's reference tool is built, logits against llama.cpp.
-# usage: test_cli.sh STRATA F32CMP [LLAMA_REF]
+# usage: test_cli.sh STRATA CMP_LOGITS [LLAMA_REF]
 set -u
 STRATA=$1
-F32CMP=$2
+CMP=$2
+# f32cmp A B TOL: the largest difference relative to the largest |B| over the whole files
+f32cmp() { "$CMP" "$1" "$2" 0 "$3"; }
 LLAMA_REF=${3:-}
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-cli-XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -30,10 +32,10 @@ for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe mixtral; do
   SZ=$(stat -c %s "$T/$a.ref.f32" 2>/dev/null || echo 0)
   NV=$("$STRATA" logits -m "$T/$a.gguf" --tokens 1 --out "$T/one.f32" --backend ref 2>&1 | sed -n 's/.* x \([0-9]*\) logits.*/\1/p')
   check "$a: --all writes 5 x n_vocab floats ($SZ bytes, vocab $NV)" test "$SZ" -eq $((5 * 4 * NV))
-  check "$a: cpu logits match the reference" "$F32CMP" "$T/$a.cpu.f32" "$T/$a.ref.f32" 1e-4
+  check "$a: cpu logits match the reference" f32cmp "$T/$a.cpu.f32" "$T/$a.ref.f32" 1e-4
   if [ -n "$LLAMA_REF" ] && [ -x "$LLAMA_REF" ]; then
     check "$a: llama.cpp loads the generated file" "$LLAMA_REF" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.llama.f32"
-    check "$a: logits match llama.cpp" "$F32CMP" "$T/$a.ref.f32" "$T/$a.llama.f32" 1e-4
+    check "$a: logits match llama.cpp" f32cmp "$T/$a.ref.f32" "$T/$a.llama.f32" 1e-4
   fi
 done
 
@@ -42,14 +44,14 @@ check "yarn: gen-model" "$STRATA" gen-model --arch qwen3 --type f32 --rope-scali
 TOK=$(seq -s, 1 5 300)
 check "yarn: logits (ref)" "$STRATA" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.ref.f32" --backend ref
 check "yarn: logits (cpu)" "$STRATA" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.cpu.f32" --threads 1
-check "yarn: cpu matches the reference" "$F32CMP" "$T/yarn.cpu.f32" "$T/yarn.ref.f32" 1e-4
+check "yarn: cpu matches the reference" f32cmp "$T/yarn.cpu.f32" "$T/yarn.ref.f32" 1e-4
 if [ -n "$LLAMA_REF" ] && [ -x "$LLAMA_REF" ]; then
   check "yarn: llama.cpp" "$LLAMA_REF" logits -m "$T/yarn.gguf" --tokens "$TOK" --all --out "$T/yarn.llama.f32"
-  check "yarn: logits match llama.cpp" "$F32CMP" "$T/yarn.ref.f32" "$T/yarn.llama.f32" 1e-4
+  check "yarn: logits match llama.cpp" f32cmp "$T/yarn.ref.f32" "$T/yarn.llama.f32" 1e-4
 fi
 # KV cache types
 check "kv q8_0: logits" "$STRATA" logits -m "$T/qwen3.gguf" --tokens 1,2,3,40,50 --all --out "$T/q8.f32" --kv-type q8_0 --backend ref
-check "kv q8_0: close to f32" "$F32CMP" "$T/q8.f32" "$T/qwen3.ref.f32" 5e-2
+check "kv q8_0: close to f32" f32cmp "$T/q8.f32" "$T/qwen3.ref.f32" 5e-2
 check "kv q8_0: not identical to f32" bash -c "! cmp -s '$T/q8.f32' '$T/qwen3.ref.f32'"
 
 M="$T/qwen3moe.gguf"
