@@ -25,7 +25,20 @@
 /* Relax iterations (tens of microseconds) before a worker sleeps or the caller yields: long
  * enough to catch back-to-back ops of a decode step, short enough not to steal a busy
  * machine from the thread that has work (measured: longer spins lost decode speed there). */
-#define ST_POOL_SPIN 1024
+/* Iterations a waiting thread spins before it sleeps (workers) or yields (the caller).
+ * STRATA_CPU_SPIN overrides it: spinning longer wakes workers faster between the many small
+ * ops of a decode step, spinning shorter leaves the cores to others on a busy machine. */
+#define ST_POOL_SPIN_DEFAULT 1024
+static int g_spin = -1;
+static int pool_spin(void) {
+    if (g_spin < 0) {
+        const char *e = getenv("STRATA_CPU_SPIN");
+        long v = e && *e ? strtol(e, NULL, 10) : ST_POOL_SPIN_DEFAULT;
+        g_spin = v < 0 ? 0 : v > (1L << 30) ? (1 << 30) : (int)v;
+    }
+    return g_spin;
+}
+#define ST_POOL_SPIN pool_spin()
 
 typedef struct st_pool_worker {
     struct st_cpu_pool *pool;
