@@ -25,7 +25,8 @@ echo "== llama.cpp" >&2
 l_json=$("$ref" bench -m "$model" -p 512 -n 128 -r "$reps" -t "$threads" --kv f16)
 echo "$l_json" >&2
 get() { echo "$1" | tr ',{}' '\n\n\n' | sed -n "s/^ *\"$2\": *//p" | head -1; }
-s_pp=$(get "$s_json" prefill_tok_s); s_tg=$(get "$s_json" decode_tok_s)
+# best of the repetitions on both sides (llama-ref reports its best)
+s_pp=$(get "$s_json" prefill_tok_s_best); s_tg=$(get "$s_json" decode_tok_s_best)
 l_pp=$(get "$l_json" prefill_tok_s); l_tg=$(get "$l_json" decode_tok_s)
 bpt=$(get "$s_json" total); bw=$(get "$s_json" decode_gb_s)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
