@@ -23,7 +23,8 @@ endif()
 
 # strata plan end to end on two simulated devices: a plan that fits (and is allocated), one that
 # is refused, and an injected allocation failure reported with the consumer's name
-if(TARGET strata AND TARGET strata-sim)
+# (shell commands run the binary directly: native builds only)
+if(TARGET strata AND TARGET strata-sim AND NOT CMAKE_CROSSCOMPILING)
   set(ST_PLAN_MODEL ${CMAKE_CURRENT_BINARY_DIR}/plan-cli-moe.gguf)
   add_test(NAME plan.cli_fits COMMAND sh -c
     "$<TARGET_FILE:strata> gen-model --out ${ST_PLAN_MODEL} --arch qwen3moe --preset tiny --layers 4 --embd 256 --heads 4 --kv-heads 2 --experts 32 --experts-used 2 --expert-ff 256 --type Q8_0 >/dev/null && $<TARGET_FILE:strata> plan -m ${ST_PLAN_MODEL} --backend sim --parallel 4 --ctx 4096 --extra late:0:40MiB --allocate")
