@@ -72,7 +72,7 @@ conformance() {
         echo "bin/strata was not built (see the build step); ctest's vsx_conformance_* tests run the harness"
         return 1
     fi
-    if ! powerpc64le-linux-gnu-nm "$exe" 2>/dev/null | grep -q ' T st_cmd_conformance$'; then
+    if ! powerpc64le-linux-gnu-nm "$exe" 2>/dev/null | grep -qE ' [TW] st_cmd_conformance$'; then
         echo "strata conformance is not part of this build; ctest's vsx_conformance_* tests run the same harness"
         return 0
     fi
