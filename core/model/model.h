@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "arch/arch.h"
+#include "experts/expert_cache.h"
+#include "experts/expert_profile.h"
 #include "kv/kv.h"
 #include "strata/backend.h"
 
@@ -28,6 +30,21 @@ typedef struct st_model_params {
     int32_t n_out_max;   /* most logit rows in one forward (0 = n_seq) */
     int32_t topk_max;    /* largest k for st_model_topk (default 256) */
     int32_t no_in_place; /* nonzero: copy weights even when the device can read host memory */
+    /* Routed experts (model_experts.c). expert_slots = -1 (default): every expert is uploaded
+     * to the device and computed there. N >= 0: the ffn_*_exps tensors stay in the mapped
+     * file; the device holds N expert slots shared by every layer (a cache run by
+     * expert_policy), hits are computed on the device through its slot table, and misses by
+     * cpu_api's module on the file's tensors while the device works; results meet in
+     * MOE_COMBINE. Decode graphs are not captured then (each step routes on the host). */
+    int64_t expert_slots;
+    int32_t expert_policy;       /* st_expert_policy (default ST_EXPERT_LFRU) */
+    int32_t expert_max_inserts;  /* admissions per forward, 0 = no cap */
+    const st_expert_profile *expert_profile; /* ranked (layer, expert) seeding the slots, or NULL;
+                                                borrowed for st_model_load only */
+    const st_backend_api *cpu_api; /* module computing misses (required when expert_slots >= 0);
+                                      its device must have ST_CAP_UNIFIED (reads the file in place) */
+    st_device *cpu_dev;          /* opened by the caller, closed after st_model_free */
+    uint32_t cpu_index;          /* cpu_dev's index in cpu_api's module (for op_supported) */
 } st_model_params;
 
 /* Fills the defaults above. */
@@ -89,6 +106,34 @@ int st_model_eval(st_model *m, int32_t seq, const int32_t *tokens, int32_t n, in
 void st_model_count_experts(st_model *m, int on);
 const uint64_t *st_model_expert_counts(const st_model *m);
 void st_model_expert_counts_reset(st_model *m);
+
+/* Routed-expert placement and statistics of a model loaded with expert_slots >= 0. */
+typedef struct st_model_expert_info {
+    int64_t slots;            /* device slots; -1 when every expert is resident (no cache) */
+    int64_t experts_total;    /* routed experts of every layer */
+    uint64_t slot_bytes;      /* device bytes of one slot (gate + up + down strides) */
+    uint64_t arena_bytes;     /* device bytes of the three slot arenas */
+    st_expert_stats stats;    /* cache counters summed over layers since load / reset */
+    uint64_t forwards;        /* forwards since load / reset */
+    uint64_t tokens;          /* tokens of those forwards */
+    uint64_t cpu_assign;      /* (token, expert) pairs computed by the CPU module */
+    double cpu_s;             /* wall seconds spent in the CPU module's expert ops */
+    double route_s;           /* wall seconds waiting for the router's choices (the sync) */
+} st_model_expert_info;
+
+/* Fills *out; returns 0, or -1 when the model runs every expert on the device (out->slots = -1,
+ * counters 0). */
+int st_model_expert_info_get(const st_model *m, st_model_expert_info *out);
+/* The expert cache of a hybrid model (borrowed; NULL otherwise), e.g. for its metrics. */
+const st_expert_cache *st_model_expert_cache(const st_model *m);
+/* Clears the cache counters, the timers and the recorded trace (the residents stay). */
+void st_model_expert_stats_reset(st_model *m);
+/* Recording of the routing trace (off by default; hybrid models only): every (layer, expert)
+ * access in order, so st_model_expert_belady can say what the best policy would have hit. */
+void st_model_expert_trace(st_model *m, int on);
+/* Belady's optimum for the model's slot count on the recorded trace, into *out. 0, or -1 with
+ * err (no trace recorded, not hybrid, out of memory). */
+int st_model_expert_belady(const st_model *m, st_expert_stats *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,53 @@ static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errle
     return 0;
 }
 
+/* Shared expert of layer il: tmp = ffn_shexp(cur) * sigmoid(gate_inp_shexp . cur). */
+static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char *layer_txt, char *err,
+                         size_t errlen) {
+    st_work *w = &m->w;
+    const int64_t E = m->hp.n_embd;
+    if (ffn_dense(m, &L->t[ST_T_FFN_GATE_SHEXP], &L->t[ST_T_FFN_UP_SHEXP], &L->t[ST_T_FFN_DOWN_SHEXP], w->cur,
+                  w->tmp, n, layer_txt, err, errlen))
+        return -1;
+    if (matmul(m, &L->t[ST_T_FFN_GATE_INP_SHEXP], w->cur, w->sg, n, layer_txt, "ffn_gate_inp_shexp", err, errlen))
+        return -1;
+    st_binary_args b;
+    memset(&b, 0, sizeof b);
+    b.a = f32(w->tmp, E, n);
+    b.b = f32(w->sg, n, 1);
+    b.out = b.a;
+    b.sigmoid = 1;
+    RUN(mul_rows, b, "shared expert gate");
+    return 0;
+}
+
+/* Routed experts of a hybrid model after its router (model_experts.c): hits on the device
+ * through the slot cache, the shared expert, misses on the CPU module, then one combine. */
+static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_layer_w *L = &m->layers[il];
+    const int64_t k = m->hp.n_expert_used, E = m->hp.n_embd;
+    if (st_model_experts_launch(m, il, n, layer_txt, err, errlen)) return -1;
+    int accumulate = 0;
+    if (L->t[ST_T_FFN_GATE_INP_SHEXP].data) {
+        if (shared_expert(m, L, n, layer_txt, err, errlen)) return -1;
+        accumulate = 1;
+    }
+    float *rows = NULL;
+    int64_t n_rows = 0;
+    int32_t *row_of = NULL;
+    if (st_model_experts_finish(m, il, n, &rows, &n_rows, &row_of, layer_txt, err, errlen)) return -1;
+    st_moe_combine_args c;
+    memset(&c, 0, sizeof c);
+    c.k = (int32_t)k;
+    c.rows = f32(rows, E, n_rows);
+    c.out = f32(m->w.tmp, E, n);
+    c.row_of = row_of;
+    c.weights = m->w.rw;
+    c.accumulate = accumulate;
+    RUN(moe_combine, c, "experts");
+    return 0;
+}
+
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */
 static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
@@ -178,6 +225,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     r.ids = w->rids;
     r.weights = w->rw;
     RUN(router, r, "router");
+    if (m->hx) return ffn_moe_hybrid(m, il, n, layer_txt, err, errlen);
     if (m->count_experts && count_experts(m, il, n, err, errlen)) return -1;
 
     st_moe_matmul_args g;
@@ -420,6 +468,7 @@ int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
     }
     int32_t n_out = 0;
     if (prepare(m, b, &n_out, err, errlen)) return -1;
+    if (m->hx) st_model_experts_step(m, b->n);
     int rc = 0;
     if (!st_model_graph_run(m, b->n, n_out, forward_ops, &rc, err, errlen))
         rc = forward_ops(m, b->n, n_out, err, errlen);

@@ -51,7 +51,7 @@ int st_model_graph_run(st_model *m, int64_t n, int32_t n_out, st_model_step_fn s
                        size_t errlen) {
     const st_backend_api *api = m->api;
     if (!api->graph_begin || !api->graph_end || !api->graph_launch || !api->graph_destroy) return 0;
-    if (n < 1 || n > ST_GRAPH_MAX_TOKENS || m->count_experts || env_off()) return 0;
+    if (n < 1 || n > ST_GRAPH_MAX_TOKENS || m->count_experts || m->hx || env_off()) return 0;
     int off = 0;
     lock();
     int i = find(m, n, n_out, &off);

@@ -40,6 +40,8 @@ typedef struct st_work {
     float *oval;       /* [n_out][topk_max] */
 } st_work;
 
+typedef struct st_model_hx st_model_hx; /* hybrid expert state (model_experts.c) */
+
 struct st_model {
     const st_model_desc *desc;
     st_hparams hp;
@@ -67,6 +69,8 @@ struct st_model {
     int32_t *rids_host;      /* [n][k] */
     int32_t *seq_len0;       /* [n_seq] lengths before the batch (rollback) */
     int32_t *seq_len_run;    /* [n_seq] lengths while checking a batch */
+    int hybrid;              /* expert_slots >= 0 on a MoE model: experts stay in the file */
+    st_model_hx *hx;         /* its state; NULL when every expert is resident */
 };
 
 /* Contiguous view of device memory: [ne1][ne0] (ne2 = ne3 = 1) of `type`. */
@@ -80,5 +84,22 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
 
 /* Creates the KV cache and the work buffers (model_buffers.c). 0 or -1 with err. */
 int st_model_buffers_create(st_model *m, char *err, size_t errlen);
+
+/* Hybrid experts (model_experts.c). create: after the non-expert weights are placed, allocates
+ * the slot arenas, the device slot table, the miss rows, host staging and the CPU module's
+ * stream, and seeds the cache from the profile. 0 or -1 with err. */
+int st_model_experts_create(st_model *m, char *err, size_t errlen);
+/* Releases the host side (device buffers are the model's); call after the stream synced. */
+void st_model_experts_free(st_model *m);
+/* Start of a forward of n tokens (ages the policy, resets the insert budget). */
+void st_model_experts_step(st_model *m, int64_t n);
+/* After the router of layer il: reads its choices and cur (one sync), routes them through the
+ * cache, launches the hits on the device and the admissions' uploads. 0 or -1 with err. */
+int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);
+/* Computes the misses with the CPU module and uploads their rows behind the hits' rows, and the
+ * row map MOE_COMBINE reads: *rows ([*n_rows][n_embd]) and *row_of ([n][k]) are what to combine.
+ * 0 or -1 with err. */
+int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
+                            const char *layer_txt, char *err, size_t errlen);
 
 #endif

@@ -16,6 +16,8 @@ void st_model_params_default(st_model_params *p) {
     p->n_batch = 512;
     p->n_out_max = 0;
     p->topk_max = 256;
+    p->expert_slots = -1;
+    p->expert_policy = ST_EXPERT_LFRU;
 }
 
 static void set_strides(st_tensor *t) {
@@ -196,6 +198,11 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
             const st_gguf_tensor *g = d->layers[l].t[r];
             if (!g) continue;
+            if (m->hybrid && st_tensor_role_is_expert((st_tensor_role)r)) {
+                /* stays in the file: the slot cache and the CPU module read it there */
+                m->layers[l].t[r] = st_model_view3(NULL, g->type, g->ne[0], g->ne[1], g->ne[2]);
+                continue;
+            }
             if (place(m, g, r, &m->layers[l].t[r], err, errlen)) return -1;
         }
     }
@@ -237,6 +244,8 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         return NULL;
     }
     m->in_place = (m->props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
+    m->hybrid = m->p.expert_slots >= 0 && m->hp.n_expert > 0;
+    if (!m->hybrid) m->p.expert_slots = -1;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) {
         snprintf(err, errlen, "out of host memory");
@@ -254,7 +263,8 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         free(m);
         return NULL;
     }
-    if (place_weights(m, err, errlen) || st_model_buffers_create(m, err, errlen)) {
+    if (place_weights(m, err, errlen) || st_model_buffers_create(m, err, errlen) ||
+        (m->hybrid && st_model_experts_create(m, err, errlen))) {
         st_model_free(m);
         return NULL;
     }
@@ -265,6 +275,7 @@ void st_model_free(st_model *m) {
     if (!m) return;
     if (m->stream) m->api->stream_sync(m->stream);
     st_model_graph_release(m);
+    st_model_experts_free(m);
     st_kv_free(m->kv);
     for (int32_t i = m->n_bufs - 1; i >= 0; i--) m->api->mem_free(m->dev, m->bufs[i]);
     if (m->stream) m->api->stream_destroy(m->stream);

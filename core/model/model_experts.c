@@ -1,0 +1,481 @@
+/* Hybrid routed experts: a device cache of expert slots with the CPU computing the misses.
+ *
+ * When st_model_params.expert_slots >= 0 the ffn_{gate,up,down}_exps tensors are not uploaded.
+ * The device holds three slot arenas (gate, up, down: [slots][rows][cols], the slot stride of
+ * each the largest per-expert size of that matrix over layers, so one slot index serves every
+ * layer) and a slot table [n_layer][n_expert] (-1 = not resident) that MOE_MATMUL reads. A step
+ * of one MoE layer:
+ *   1. the router runs on the device; its choices and the normed input `cur` come back to the
+ *      host (the one sync of the layer);
+ *   2. the choices go through st_expert_cache: hits have a slot, misses do not; admissions are
+ *      misses this step and hits from the next;
+ *   3. the device computes the hits through its table as it stands (misses have slot -1 there:
+ *      MOE_MATMUL leaves their rows alone), then the admitted experts are copied from the mapped
+ *      file into their slots and the table is refreshed, all ordered on the device's stream;
+ *   4. meanwhile the CPU module computes the misses with its own MOE_MATMUL/SWIGLU on the file's
+ *      tensors (read in place: the CPU device is unified), compacted to the missed assignments;
+ *   5. the miss rows are uploaded behind the A = n*k hit rows and a row map [n][k] (hit: its
+ *      assignment's row; miss: A + its index among the misses) lets MOE_COMBINE sum both.
+ * Host buffers given to asynchronous copies are rewritten only after the next layer's sync. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experts/expert_cache.h"
+#include "experts/expert_sim.h"
+#include "experts/expert_tiers.h"
+#include "model/model_internal.h"
+#include "platform/platform.h"
+#include "quant/quant.h"
+
+static const int k_roles[3] = {ST_T_FFN_GATE_EXPS, ST_T_FFN_UP_EXPS, ST_T_FFN_DOWN_EXPS};
+
+struct st_model_hx {
+    st_expert_cache *cache;
+    int64_t n_slots;
+    uint64_t stride[3];     /* slot stride of gate, up, down */
+    void *arena[3];         /* device: [n_slots][rows][cols] each (NULL with 0 slots) */
+    int32_t *table_dev;     /* device: [n_layer][n_expert] slot or -1 */
+    int32_t *row_of_dev;    /* device: [n_batch][k] row of MOE_COMBINE */
+    /* host staging; pinned through the device's host_alloc when it has one */
+    void *pinned;           /* the one pinned block, or NULL (malloc'd pieces then) */
+    int32_t *ids;           /* [A] router choices of this layer */
+    float *cur;             /* [n_batch][E] normed input of this layer */
+    float *miss_out;        /* [A][E] CPU rows, uploaded behind the hit rows */
+    int32_t *row_of;        /* [A] */
+    int32_t *table;         /* [n_layer][n_expert] mirror uploaded when the cache changed */
+    /* host only */
+    int32_t *slot_of;       /* [A] */
+    int32_t *miss_expert;   /* [A] expert of each missed assignment */
+    int32_t *miss_xrow;     /* [A] its row of cur */
+    int32_t *miss_ident;    /* [A] 0..n_miss-1 */
+    int32_t *cpu_table;     /* [n_expert] identity: the CPU reads every expert from the file */
+    float *miss_g, *miss_u; /* [A][n_ff_exp] */
+    st_expert_load *loads;  /* [n_expert] */
+    st_stream *cpu_stream;
+    int64_t n_hit, n_miss;  /* of the layer in flight */
+    /* statistics */
+    uint64_t forwards, tokens, cpu_assign;
+    double cpu_s, route_s;
+    /* routing trace (for Belady) */
+    int trace_on;
+    int64_t tr_n, tr_cap;
+    int32_t *tr_layer, *tr_expert;
+    int64_t *tr_step;
+};
+
+static uint64_t slice_bytes(const st_gguf_tensor *t) { return st_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1]; }
+
+/* Copies expert (layer, expert)'s three slices from the file into `slot`. */
+static int upload_expert(st_model *m, int32_t layer, int32_t expert, int64_t slot, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    for (int i = 0; i < 3; i++) {
+        const st_gguf_tensor *t = m->desc->layers[layer].t[k_roles[i]];
+        const uint64_t b = slice_bytes(t);
+        const char *src = (const char *)t->data + b * (uint64_t)expert;
+        char *dst = (char *)h->arena[i] + h->stride[i] * (uint64_t)slot;
+        st_status s = m->api->copy_h2d(m->stream, dst, src, b);
+        if (s != ST_OK) {
+            snprintf(err, errlen, "layer %d: uploading expert %d into slot %lld: %s", layer, expert, (long long)slot,
+                     m->api->last_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int upload_table(st_model *m, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    if (!st_expert_cache_table_dirty(h->cache)) return 0;
+    const size_t n = (size_t)m->hp.n_layer * (size_t)m->hp.n_expert;
+    memcpy(h->table, st_expert_cache_table(h->cache), n * sizeof *h->table);
+    st_status s = m->api->copy_h2d(m->stream, h->table_dev, h->table, n * sizeof *h->table);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
+        return -1;
+    }
+    st_expert_cache_table_clean(h->cache);
+    return 0;
+}
+
+static int need_cpu_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
+    const st_backend_api *c = m->p.cpu_api;
+    void *slot = NULL;
+    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
+    if (c->ops->size >= off + sizeof(void *)) memcpy(&slot, (const char *)c->ops + off, sizeof slot);
+    if (!slot || !c->op_supported(m->p.cpu_index, op, type)) {
+        snprintf(err, errlen, "the CPU module '%s' cannot run op %u with %s (needed for %s misses)", c->name, op,
+                 st_type_name(type), what);
+        return -1;
+    }
+    return 0;
+}
+
+int st_model_experts_create(st_model *m, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const int64_t L = hp->n_layer, X = hp->n_expert, k = hp->n_expert_used, N = m->p.n_batch;
+    const int64_t A = N * k, E = hp->n_embd, Fe = hp->n_ff_exp;
+    if (!m->p.cpu_api || !m->p.cpu_dev) {
+        snprintf(err, errlen, "an expert cache of %lld slots needs a CPU module for the misses (cpu_api)",
+                 (long long)m->p.expert_slots);
+        return -1;
+    }
+    st_device_props cp;
+    memset(&cp, 0, sizeof cp);
+    cp.size = sizeof cp;
+    if (m->p.cpu_api->device_props(m->p.cpu_index, &cp) != ST_OK || !(cp.caps & ST_CAP_UNIFIED)) {
+        snprintf(err, errlen, "the module computing expert misses ('%s') must read host memory (ST_CAP_UNIFIED)",
+                 m->p.cpu_api->name);
+        return -1;
+    }
+    st_model_hx *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    m->hx = h;
+    for (int64_t l = 0; l < L; l++) {
+        const st_layer_desc *Ld = &m->desc->layers[l];
+        if (!Ld->is_moe) continue;
+        for (int i = 0; i < 3; i++) {
+            const st_gguf_tensor *t = Ld->t[k_roles[i]];
+            if (need_cpu_op(m, ST_OP_MOE_MATMUL, t->type, t->name, err, errlen)) return -1;
+            uint64_t b = (slice_bytes(t) + 255u) / 256u * 256u;
+            if (b > h->stride[i]) h->stride[i] = b;
+        }
+    }
+    if (need_cpu_op(m, ST_OP_SWIGLU, ST_TYPE_F32, "expert", err, errlen)) return -1;
+    int64_t total = 0;
+    for (int64_t l = 0; l < L; l++) total += m->desc->layers[l].is_moe ? X : 0;
+    h->n_slots = m->p.expert_slots < total ? m->p.expert_slots : total;
+
+    st_expert_cache_params cp2;
+    memset(&cp2, 0, sizeof cp2);
+    cp2.n_layer = (int32_t)L;
+    cp2.n_expert = (int32_t)X;
+    cp2.n_slots = h->n_slots;
+    cp2.policy = (st_expert_policy)m->p.expert_policy;
+    cp2.max_inserts_per_step = m->p.expert_max_inserts;
+    cp2.slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
+    h->cache = st_expert_cache_create(&cp2, err, errlen);
+    if (!h->cache) return -1;
+
+    /* device: arenas, table, row map */
+    static const char *const what[3] = {"expert slots (gate)", "expert slots (up)", "expert slots (down)"};
+    for (int i = 0; i < 3 && h->n_slots > 0; i++)
+        if (st_model_alloc(m, h->stride[i] * (uint64_t)h->n_slots, &h->arena[i], what[i], err, errlen)) return -1;
+    if (st_model_alloc(m, (uint64_t)(L * X) * 4u, (void **)&h->table_dev, "expert slot table", err, errlen) ||
+        st_model_alloc(m, (uint64_t)A * 4u, (void **)&h->row_of_dev, "expert row map", err, errlen))
+        return -1;
+
+    /* host staging for copies: one block, pinned when the device offers it */
+    const uint64_t sz_ids = (uint64_t)A * 4u, sz_cur = (uint64_t)(N * E) * 4u, sz_out = (uint64_t)(A * E) * 4u;
+    const uint64_t sz_row = (uint64_t)A * 4u, sz_tab = (uint64_t)(L * X) * 4u;
+#define RND(x) (((x) + 255u) / 256u * 256u)
+    const uint64_t total_b = RND(sz_ids) + RND(sz_cur) + RND(sz_out) + RND(sz_row) + RND(sz_tab);
+    char *blk = NULL;
+    if (m->api->host_alloc && m->api->host_alloc(m->dev, total_b, &h->pinned) == ST_OK && h->pinned) {
+        blk = h->pinned;
+    } else {
+        h->pinned = NULL;
+        blk = malloc(total_b);
+        if (!blk) {
+            snprintf(err, errlen, "out of host memory for expert staging (%.1f MiB)", (double)total_b / 1048576.0);
+            return -1;
+        }
+    }
+    h->ids = (int32_t *)blk;
+    blk += RND(sz_ids);
+    h->cur = (float *)blk;
+    blk += RND(sz_cur);
+    h->miss_out = (float *)blk;
+    blk += RND(sz_out);
+    h->row_of = (int32_t *)blk;
+    blk += RND(sz_row);
+    h->table = (int32_t *)blk;
+#undef RND
+    h->slot_of = malloc((size_t)A * sizeof(int32_t));
+    h->miss_expert = malloc((size_t)A * sizeof(int32_t));
+    h->miss_xrow = malloc((size_t)A * sizeof(int32_t));
+    h->miss_ident = malloc((size_t)A * sizeof(int32_t));
+    h->cpu_table = malloc((size_t)X * sizeof(int32_t));
+    h->miss_g = malloc((size_t)(A * Fe) * sizeof(float));
+    h->miss_u = malloc((size_t)(A * Fe) * sizeof(float));
+    h->loads = malloc((size_t)(X > h->n_slots ? X : (h->n_slots > 0 ? h->n_slots : 1)) * sizeof *h->loads);
+    if (!h->slot_of || !h->miss_expert || !h->miss_xrow || !h->miss_ident || !h->cpu_table || !h->miss_g ||
+        !h->miss_u || !h->loads) {
+        snprintf(err, errlen, "out of host memory for expert staging");
+        return -1;
+    }
+    for (int64_t a = 0; a < A; a++) h->miss_ident[a] = (int32_t)a;
+    for (int64_t e = 0; e < X; e++) h->cpu_table[e] = (int32_t)e;
+    if (m->p.cpu_api->stream_create(m->p.cpu_dev, &h->cpu_stream) != ST_OK) {
+        snprintf(err, errlen, "creating a stream on the CPU module '%s': %s", m->p.cpu_api->name,
+                 m->p.cpu_api->last_error());
+        h->cpu_stream = NULL;
+        return -1;
+    }
+
+    /* the table starts empty (every entry -1); a profile fills free slots in rank order */
+    const st_expert_profile *pf = m->p.expert_profile;
+    if (pf && h->n_slots > 0) {
+        if (st_expert_profile_check(pf, (int32_t)L, (int32_t)X, err, errlen)) return -1;
+        int64_t n_loads = st_expert_cache_seed(h->cache, pf->layer, pf->expert, pf->n, h->loads, h->n_slots);
+        for (int64_t i = 0; i < n_loads; i++) {
+            if (!m->desc->layers[h->loads[i].layer].is_moe) continue;
+            if (upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen)) return -1;
+        }
+    }
+    memcpy(h->table, st_expert_cache_table(h->cache), (size_t)(L * X) * sizeof *h->table);
+    st_status s = m->api->copy_h2d(m->stream, h->table_dev, h->table, (uint64_t)(L * X) * 4u);
+    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    if (s != ST_OK) {
+        snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
+        return -1;
+    }
+    st_expert_cache_table_clean(h->cache);
+    return 0;
+}
+
+void st_model_experts_free(st_model *m) {
+    st_model_hx *h = m->hx;
+    if (!h) return;
+    if (h->cpu_stream) {
+        m->p.cpu_api->stream_sync(h->cpu_stream);
+        m->p.cpu_api->stream_destroy(h->cpu_stream);
+    }
+    if (h->pinned) m->api->host_free(m->dev, h->pinned);
+    else free(h->ids);
+    free(h->slot_of);
+    free(h->miss_expert);
+    free(h->miss_xrow);
+    free(h->miss_ident);
+    free(h->cpu_table);
+    free(h->miss_g);
+    free(h->miss_u);
+    free(h->loads);
+    free(h->tr_layer);
+    free(h->tr_expert);
+    free(h->tr_step);
+    st_expert_cache_free(h->cache);
+    free(h);
+    m->hx = NULL;
+}
+
+void st_model_experts_step(st_model *m, int64_t n) {
+    st_model_hx *h = m->hx;
+    st_expert_cache_step(h->cache);
+    h->forwards++;
+    h->tokens += (uint64_t)n;
+}
+
+static int trace_add(st_model_hx *h, int32_t layer, const int32_t *ids, int64_t n) {
+    if (h->tr_n + n > h->tr_cap) {
+        int64_t cap = h->tr_cap ? h->tr_cap : 4096;
+        while (cap < h->tr_n + n) cap *= 2;
+        int32_t *l = realloc(h->tr_layer, (size_t)cap * sizeof *l);
+        if (l) h->tr_layer = l;
+        int32_t *e = realloc(h->tr_expert, (size_t)cap * sizeof *e);
+        if (e) h->tr_expert = e;
+        int64_t *s = realloc(h->tr_step, (size_t)cap * sizeof *s);
+        if (s) h->tr_step = s;
+        if (!l || !e || !s) return -1;
+        h->tr_cap = cap;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        h->tr_layer[h->tr_n] = layer;
+        h->tr_expert[h->tr_n] = ids[i];
+        h->tr_step[h->tr_n] = (int64_t)h->forwards;
+        h->tr_n++;
+    }
+    return 0;
+}
+
+/* A layer's slot arena as a MOE_MATMUL weight: [n_slots][rows][cols] of the layer's type. */
+static st_tensor slot_view(const st_model *m, int il, int i) {
+    const st_gguf_tensor *t = m->desc->layers[il].t[k_roles[i]];
+    st_tensor v = st_model_view3(m->hx->arena[i], t->type, t->ne[0], t->ne[1], m->hx->n_slots);
+    v.nb[2] = (int64_t)m->hx->stride[i];
+    v.nb[3] = v.nb[2] * m->hx->n_slots;
+    return v;
+}
+
+#define OPCHK(call, what)                                                                                  \
+    do {                                                                                                   \
+        st_status s_ = (call);                                                                             \
+        if (s_ != ST_OK) {                                                                                 \
+            snprintf(err, errlen, "%s%s: %s", layer_txt, what, api->last_error());                         \
+            return -1;                                                                                     \
+        }                                                                                                  \
+    } while (0)
+
+int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    st_work *w = &m->w;
+    const st_backend_api *api = m->api;
+    const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    uint64_t t0 = st_now_ns();
+    OPCHK(api->copy_d2h(m->stream, h->ids, w->rids, (uint64_t)A * 4u), "reading router choices");
+    OPCHK(api->copy_d2h(m->stream, h->cur, w->cur, (uint64_t)(n * E) * 4u), "reading expert input");
+    OPCHK(api->stream_sync(m->stream), "reading router choices");
+    h->route_s += (double)(st_now_ns() - t0) / 1e9;
+    if (m->count_experts) {
+        uint64_t *c = m->expert_counts + (size_t)il * (size_t)m->hp.n_expert;
+        for (int64_t a = 0; a < A; a++)
+            if (h->ids[a] >= 0 && h->ids[a] < m->hp.n_expert) c[h->ids[a]]++;
+    }
+    if (h->trace_on && trace_add(h, il, h->ids, A)) {
+        snprintf(err, errlen, "out of host memory recording the expert trace");
+        return -1;
+    }
+    int64_t cap = h->n_slots > 0 ? (m->hp.n_expert < h->n_slots ? m->hp.n_expert : h->n_slots) : 0;
+    int64_t n_loads = st_expert_cache_route(h->cache, il, h->ids, A, h->slot_of, h->loads, cap);
+    if (n_loads < 0) {
+        snprintf(err, errlen, "%srouting experts: an expert id out of range", layer_txt);
+        return -1;
+    }
+    h->n_hit = 0;
+    for (int64_t a = 0; a < A; a++) h->n_hit += h->slot_of[a] >= 0;
+    h->n_miss = A - h->n_hit;
+    if (h->n_hit > 0) {
+        /* hits through the table as it stands: this step's admissions are still -1 there */
+        st_moe_matmul_args g;
+        memset(&g, 0, sizeof g);
+        g.size = sizeof g;
+        g.n_assign = (int32_t)A;
+        g.w = slot_view(m, il, 0);
+        g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
+        g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+        g.slot_table = h->table_dev + (size_t)il * (size_t)m->hp.n_expert;
+        g.expert = w->rids;
+        g.x_row = w->xrow;
+        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, cached)");
+        g.w = slot_view(m, il, 1);
+        g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, cached)");
+        st_swiglu_args s;
+        memset(&s, 0, sizeof s);
+        s.size = sizeof s;
+        s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+        s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+        s.out = s.gate;
+        OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, cached)");
+        g.w = slot_view(m, il, 2);
+        g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+        g.out = st_model_view2(w->ed, ST_TYPE_F32, E, A);
+        g.x_row = w->ident;
+        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, cached)");
+    }
+    /* admissions, ordered after the hits that may still read an evicted slot's old holder */
+    for (int64_t i = 0; i < n_loads; i++)
+        if (upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen)) return -1;
+    return upload_table(m, err, errlen);
+}
+
+int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
+                            const char *layer_txt, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    const st_backend_api *api = m->p.cpu_api;
+    const st_backend_ops *ops = api->ops;
+    const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    int64_t nm = 0;
+    for (int64_t a = 0; a < A; a++) {
+        if (h->slot_of[a] >= 0) {
+            h->row_of[a] = (int32_t)a;
+            continue;
+        }
+        h->miss_expert[nm] = h->ids[a];
+        h->miss_xrow[nm] = (int32_t)(a / k);
+        h->row_of[a] = (int32_t)(A + nm);
+        nm++;
+    }
+    if (nm > 0) {
+        const st_layer_desc *Ld = &m->desc->layers[il];
+        uint64_t t0 = st_now_ns();
+        st_moe_matmul_args g;
+        memset(&g, 0, sizeof g);
+        g.size = sizeof g;
+        g.n_assign = (int32_t)nm;
+        const st_gguf_tensor *t = Ld->t[ST_T_FFN_GATE_EXPS];
+        g.w = st_model_view3((void *)(uintptr_t)t->data, t->type, t->ne[0], t->ne[1], t->ne[2]);
+        g.x = st_model_view2(h->cur, ST_TYPE_F32, E, n);
+        g.out = st_model_view2(h->miss_g, ST_TYPE_F32, Fe, nm);
+        g.slot_table = h->cpu_table;
+        g.expert = h->miss_expert;
+        g.x_row = h->miss_xrow;
+        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert gate)");
+        t = Ld->t[ST_T_FFN_UP_EXPS];
+        g.w = st_model_view3((void *)(uintptr_t)t->data, t->type, t->ne[0], t->ne[1], t->ne[2]);
+        g.out = st_model_view2(h->miss_u, ST_TYPE_F32, Fe, nm);
+        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert up)");
+        st_swiglu_args s;
+        memset(&s, 0, sizeof s);
+        s.size = sizeof s;
+        s.gate = st_model_view2(h->miss_g, ST_TYPE_F32, Fe, nm);
+        s.up = st_model_view2(h->miss_u, ST_TYPE_F32, Fe, nm);
+        s.out = s.gate;
+        OPCHK(ops->swiglu(h->cpu_stream, &s), "CPU swiglu (experts)");
+        t = Ld->t[ST_T_FFN_DOWN_EXPS];
+        g.w = st_model_view3((void *)(uintptr_t)t->data, t->type, t->ne[0], t->ne[1], t->ne[2]);
+        g.x = st_model_view2(h->miss_g, ST_TYPE_F32, Fe, nm);
+        g.out = st_model_view2(h->miss_out, ST_TYPE_F32, E, nm);
+        g.x_row = h->miss_ident;
+        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert down)");
+        OPCHK(api->stream_sync(h->cpu_stream), "CPU experts");
+        h->cpu_s += (double)(st_now_ns() - t0) / 1e9;
+        h->cpu_assign += (uint64_t)nm;
+    }
+    api = m->api;
+    if (nm > 0)
+        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)(A * E), h->miss_out, (uint64_t)(nm * E) * 4u),
+              "uploading CPU expert rows");
+    OPCHK(api->copy_h2d(m->stream, h->row_of_dev, h->row_of, (uint64_t)A * 4u), "uploading the expert row map");
+    *rows = m->w.ed;
+    *n_rows = A + nm;
+    *row_of = h->row_of_dev;
+    return 0;
+}
+
+int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
+    memset(out, 0, sizeof *out);
+    out->slots = -1;
+    const st_model_hx *h = m->hx;
+    if (!h) return -1;
+    out->slots = h->n_slots;
+    for (int l = 0; l < m->hp.n_layer; l++) out->experts_total += m->desc->layers[l].is_moe ? m->hp.n_expert : 0;
+    out->slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
+    out->arena_bytes = out->slot_bytes * (uint64_t)h->n_slots;
+    st_expert_cache_stats(h->cache, -1, &out->stats);
+    out->forwards = h->forwards;
+    out->tokens = h->tokens;
+    out->cpu_assign = h->cpu_assign;
+    out->cpu_s = h->cpu_s;
+    out->route_s = h->route_s;
+    return 0;
+}
+
+const st_expert_cache *st_model_expert_cache(const st_model *m) { return m->hx ? m->hx->cache : NULL; }
+
+void st_model_expert_stats_reset(st_model *m) {
+    st_model_hx *h = m->hx;
+    if (!h) return;
+    st_expert_cache_stats_reset(h->cache);
+    h->forwards = h->tokens = h->cpu_assign = 0;
+    h->cpu_s = h->route_s = 0;
+    h->tr_n = 0;
+}
+
+void st_model_expert_trace(st_model *m, int on) {
+    if (m->hx) m->hx->trace_on = on;
+}
+
+int st_model_expert_belady(const st_model *m, st_expert_stats *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const st_model_hx *h = m->hx;
+    if (!h || h->tr_n == 0) {
+        snprintf(err, errlen, "no expert routing trace recorded (hybrid models with tracing on only)");
+        return -1;
+    }
+    st_expert_trace t = {m->hp.n_layer, m->hp.n_expert, h->tr_n, h->tr_layer, h->tr_expert, h->tr_step};
+    return st_expert_belady(&t, h->n_slots, out, err, errlen);
+}

@@ -1,0 +1,342 @@
+/* The hybrid expert path of core/model on a generated MoE model: a simulated device is the "GPU"
+ * with an expert cache of 0%, 50% and 100% of the experts, the CPU module computes the misses
+ * from the mapped file. Greedy decoding of 64 tokens must give the same tokens as the model with
+ * every expert resident, with every step's logits within a stated tolerance; the cache's
+ * statistics must add up (0% -> no hit; 100% -> every access a hit once filled; Belady never
+ * below the policy), the experts must not be uploaded, and a profile-seeded fixed cache must
+ * admit nothing.
+ * usage: test_hybrid path/to/strata-sim.so path/to/strata-cpu-avx2.so */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend_registry.h"
+#include "experts/expert_profile.h"
+#include "gguf/gguf.h"
+#include "model/gen.h"
+#include "model/model.h"
+
+static int g_fail = 0;
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+            g_fail++;                                            \
+        }                                                        \
+    } while (0)
+
+#define N_GEN 64
+#define N_PROMPT 5
+/* Logits of the hybrid model against the all-resident one, per step: max |diff| over the row
+ * divided by max |logit| of the row. The misses run in another module's arithmetic (AVX2 F32
+ * dot products with a different summation order than the reference), so rows differ by float
+ * rounding carried through the layers (measured: about 2e-7 with F32 weights); 1e-4 leaves room
+ * for other summation orders and stays far below a changed token. */
+#define LOGIT_TOL 1e-4
+
+typedef struct dev {
+    const st_backend_api *api;
+    uint32_t index;
+    st_device *dev;
+} dev;
+
+typedef struct run_out {
+    int32_t tok[N_GEN];
+    float *logits;          /* [N_GEN][V] */
+    st_model_expert_info info;
+    st_expert_stats belady;
+    int have_belady;
+    uint64_t uploaded, dev_used;
+    uint64_t counts_sum;
+    uint64_t *counts;       /* [n_layer][n_expert] (all-resident run only) */
+} run_out;
+
+static uint64_t dev_free(const dev *d) {
+    uint64_t fr = 0, tot = 0;
+    d->api->mem_info(d->dev, &fr, &tot);
+    return fr;
+}
+
+/* Prompt + greedy decode. slots < 0: every expert resident. Returns 0 or -1. */
+static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_t slots, int policy,
+               const st_expert_profile *prof, run_out *o) {
+    char err[1024];
+    const int32_t V = desc->hp.n_vocab;
+    st_model_params p;
+    st_model_params_default(&p);
+    p.n_ctx = 128;
+    p.n_batch = 16;
+    p.kv_type = ST_TYPE_F32;
+    p.expert_slots = slots;
+    p.expert_policy = policy;
+    p.expert_profile = prof;
+    p.cpu_api = cpu->api;
+    p.cpu_dev = cpu->dev;
+    p.cpu_index = cpu->index;
+    uint64_t free0 = dev_free(gpu);
+    st_model *m = st_model_load(desc, gpu->api, gpu->dev, gpu->index, &p, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "FAIL load (slots %lld): %s\n", (long long)slots, err);
+        g_fail++;
+        return -1;
+    }
+    o->dev_used = free0 - dev_free(gpu);
+    o->uploaded = st_model_weight_bytes_uploaded(m);
+    o->logits = malloc(sizeof(float) * (size_t)V * N_GEN);
+    st_model_expert_trace(m, 1);
+    if (slots < 0) st_model_count_experts(m, 1);
+    int32_t prompt[N_PROMPT] = {1, 17, 42, 99, 7};
+    int rc = st_model_eval(m, 0, prompt, N_PROMPT, 0, 0, NULL, err, sizeof err);
+    int32_t t = 0;
+    for (int i = 0; rc == 0 && i < N_GEN; i++) {
+        rc = st_model_logits(m, o->logits + (size_t)i * (size_t)V, err, sizeof err);
+        if (rc == 0) rc = st_model_argmax(m, &t, err, sizeof err);
+        if (rc) break;
+        o->tok[i] = t;
+        if (i + 1 < N_GEN) rc = st_model_eval(m, 0, &t, 1, N_PROMPT + i, 0, NULL, err, sizeof err);
+    }
+    if (rc) {
+        fprintf(stderr, "FAIL forward (slots %lld): %s\n", (long long)slots, err);
+        g_fail++;
+    }
+    st_model_expert_info_get(m, &o->info);
+    o->have_belady = slots >= 0 && st_model_expert_belady(m, &o->belady, err, sizeof err) == 0;
+    if (slots < 0) {
+        size_t n = (size_t)desc->hp.n_layer * (size_t)desc->hp.n_expert;
+        o->counts = malloc(n * sizeof *o->counts);
+        memcpy(o->counts, st_model_expert_counts(m), n * sizeof *o->counts);
+        for (size_t i = 0; i < n; i++) o->counts_sum += o->counts[i];
+    }
+    if (rc == 0 && slots >= 0) {
+        /* a second pass over the same text: with every expert fitting, everything now hits */
+        st_model_expert_stats_reset(m);
+        st_kv_clear(st_model_kv(m));
+        rc = st_model_eval(m, 0, prompt, N_PROMPT, 0, 0, NULL, err, sizeof err);
+        if (rc == 0) rc = st_model_eval(m, 0, o->tok, N_GEN - 1, N_PROMPT, 0, NULL, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "FAIL second pass (slots %lld): %s\n", (long long)slots, err);
+            g_fail++;
+        }
+    }
+    st_model_expert_info info2;
+    st_model_expert_info_get(m, &info2);
+    if (slots >= 0 && rc == 0) {
+        const int64_t total = info2.experts_total;
+        if (slots >= total) {
+            CHECK(info2.stats.misses == 0 && info2.stats.hits > 0,
+                  "100%% cache after the fill: %llu hits, %llu misses (want all hits)",
+                  (unsigned long long)info2.stats.hits, (unsigned long long)info2.stats.misses);
+        }
+        if (slots == 0) CHECK(info2.stats.hits == 0, "0 slots: %llu hits", (unsigned long long)info2.stats.hits);
+        CHECK(info2.cpu_assign == info2.stats.misses, "CPU computed %llu assignments, the cache counted %llu misses",
+              (unsigned long long)info2.cpu_assign, (unsigned long long)info2.stats.misses);
+    }
+    st_model_free(m);
+    CHECK(dev_free(gpu) == free0, "the model left %lld bytes on the device", (long long)(free0 - dev_free(gpu)));
+    return rc;
+}
+
+static double row_diff(const float *a, const float *b, int64_t n) {
+    double d = 0, mx = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        mx = fmax(mx, fabs((double)b[i]));
+    }
+    return d / mx;
+}
+
+static int open_dev(st_backend_registry *reg, const char *name, dev *d) {
+    memset(d, 0, sizeof *d);
+    for (uint32_t i = 0; i < st_backend_registry_n_devices(reg); i++) {
+        const st_backend_device *bd = st_backend_registry_device(reg, i);
+        if (strcmp(bd->module->api->name, name) && strcmp(bd->module->backend, name)) continue;
+        d->api = bd->module->api;
+        d->index = bd->index;
+        if (d->api->device_open(d->index, &d->dev) != ST_OK) {
+            fprintf(stderr, "opening %s: %s\n", name, d->api->last_error());
+            return -1;
+        }
+        return 0;
+    }
+    fprintf(stderr, "no usable %s device\n", name);
+    return -1;
+}
+
+static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "/tmp/strata_hybrid_%s_%d.gguf", arch, (int)getpid());
+    st_gen_params gp;
+    if (st_gen_preset("tiny", arch, &gp)) {
+        CHECK(0, "no tiny preset for %s", arch);
+        return;
+    }
+    gp.hp.n_layer = 3;
+    gp.hp.n_expert = 16;
+    gp.hp.n_expert_used = 4;
+    gp.router_skew = 1.0f; /* a few experts dominate, as in real routers: a cache has something to keep */
+    if (st_gen_model(&gp, path, err, sizeof err)) {
+        CHECK(0, "gen-model %s: %s", arch, err);
+        return;
+    }
+    st_gguf *g = st_gguf_open(path, err, sizeof err);
+    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    if (!desc) {
+        CHECK(0, "%s: %s", arch, err);
+        st_gguf_close(g);
+        unlink(path);
+        return;
+    }
+    const int32_t V = desc->hp.n_vocab;
+    int64_t total = 0;
+    for (int l = 0; l < desc->hp.n_layer; l++) total += desc->layers[l].is_moe ? desc->hp.n_expert : 0;
+    run_out ref;
+    memset(&ref, 0, sizeof ref);
+    if (run(desc, gpu, cpu, -1, 0, NULL, &ref) == 0) {
+        const uint64_t accesses = ref.counts_sum; /* prompt + N_GEN-1 decode forwards, k per token per layer */
+        CHECK(accesses == (uint64_t)(N_PROMPT + N_GEN - 1) * (uint64_t)desc->hp.n_expert_used * (uint64_t)total /
+                              (uint64_t)desc->hp.n_expert,
+              "%s: %llu expert accesses counted", arch, (unsigned long long)accesses);
+        struct {
+            int64_t slots;
+            int policy;
+            const char *name;
+        } cases[] = {{0, ST_EXPERT_LFRU, "0% lfru"},
+                     {total / 2, ST_EXPERT_LFRU, "50% lfru"},
+                     {total / 2, ST_EXPERT_LRU, "50% lru"},
+                     {total, ST_EXPERT_LFRU, "100% lfru"},
+                     {total / 2, ST_EXPERT_PROFILE, "50% profile"}};
+        st_expert_profile *prof =
+            st_expert_profile_from_counts(desc->hp.n_layer, desc->hp.n_expert, ref.counts, err, sizeof err);
+        CHECK(prof != NULL, "profile: %s", err);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            run_out o;
+            memset(&o, 0, sizeof o);
+            const st_expert_profile *pf = cases[c].policy == ST_EXPERT_PROFILE ? prof : NULL;
+            if (run(desc, gpu, cpu, cases[c].slots, cases[c].policy, pf, &o) == 0) {
+                int same = 1, first = -1;
+                double worst = 0;
+                for (int i = 0; i < N_GEN; i++) {
+                    if (o.tok[i] != ref.tok[i] && first < 0) first = i, same = 0;
+                    double d = row_diff(o.logits + (size_t)i * V, ref.logits + (size_t)i * V, V);
+                    worst = fmax(worst, d);
+                }
+                CHECK(same, "%s %s: greedy tokens differ from all-resident at %d (%d vs %d)", arch, cases[c].name,
+                      first, first >= 0 ? o.tok[first] : 0, first >= 0 ? ref.tok[first] : 0);
+                CHECK(worst < LOGIT_TOL, "%s %s: logits differ by %.3g (relative) > %.0e", arch, cases[c].name, worst,
+                      LOGIT_TOL);
+                const st_expert_stats *s = &o.info.stats;
+                double hr = (double)s->hits / (double)(s->hits + s->misses ? s->hits + s->misses : 1);
+                CHECK(s->hits + s->misses == ref.counts_sum, "%s %s: %llu hits + %llu misses != %llu accesses", arch,
+                      cases[c].name, (unsigned long long)s->hits, (unsigned long long)s->misses,
+                      (unsigned long long)ref.counts_sum);
+                CHECK(o.info.slots == cases[c].slots, "%s %s: %lld slots", arch, cases[c].name, (long long)o.info.slots);
+                /* experts stay in the file: what was uploaded is the non-expert weights only */
+                CHECK(o.uploaded + desc->bytes_experts == ref.uploaded,
+                      "%s %s: uploaded %llu, all-resident %llu, experts %llu", arch, cases[c].name,
+                      (unsigned long long)o.uploaded, (unsigned long long)ref.uploaded,
+                      (unsigned long long)desc->bytes_experts);
+                CHECK(o.dev_used < ref.dev_used || cases[c].slots == total, "%s %s: device use %llu >= %llu", arch,
+                      cases[c].name, (unsigned long long)o.dev_used, (unsigned long long)ref.dev_used);
+                if (cases[c].slots == 0) CHECK(s->hits == 0 && hr == 0.0, "%s 0%%: hit rate %.3f", arch, hr);
+                if (cases[c].slots == total)
+                    CHECK(s->inserts <= (uint64_t)total,
+                          "%s 100%%: %llu inserts for %lld experts", arch, (unsigned long long)s->inserts,
+                          (long long)total);
+                if (cases[c].slots > 0) CHECK(s->hits > 0, "%s %s: no hit at all", arch, cases[c].name);
+                if (cases[c].policy == ST_EXPERT_PROFILE)
+                    CHECK(s->inserts == 0, "%s profile: %llu admissions (fixed cache)", arch,
+                          (unsigned long long)s->inserts);
+                CHECK(o.have_belady, "%s %s: no Belady figure", arch, cases[c].name);
+                if (o.have_belady && cases[c].policy != ST_EXPERT_PROFILE)
+                    CHECK(o.belady.hits >= s->hits, "%s %s: Belady %llu hits < policy %llu", arch, cases[c].name,
+                          (unsigned long long)o.belady.hits, (unsigned long long)s->hits);
+                printf("%-9s %-12s slots %3lld/%lld: hit rate %.3f (Belady %.3f), %llu inserts, %llu on the CPU, "
+                       "logits within %.2g, device %.1f KiB (all resident %.1f KiB)\n",
+                       arch, cases[c].name, (long long)cases[c].slots, (long long)total, hr,
+                       o.have_belady ? (double)o.belady.hits / (double)(o.belady.hits + o.belady.misses) : -1.0,
+                       (unsigned long long)s->inserts, (unsigned long long)o.info.cpu_assign, worst,
+                       (double)o.dev_used / 1024.0, (double)ref.dev_used / 1024.0);
+            }
+            free(o.logits);
+        }
+        st_expert_profile_free(prof);
+    }
+    free(ref.logits);
+    free(ref.counts);
+    st_model_desc_free(desc);
+    st_gguf_close(g);
+    unlink(path);
+}
+
+/* Refusals: an expert cache without a CPU module, a CPU "module" that cannot read host memory. */
+static void test_refusals(const dev *gpu) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "/tmp/strata_hybrid_refuse_%d.gguf", (int)getpid());
+    st_gen_params gp;
+    st_gen_preset("tiny", "qwen3moe", &gp);
+    if (st_gen_model(&gp, path, err, sizeof err)) {
+        CHECK(0, "gen-model: %s", err);
+        return;
+    }
+    st_gguf *g = st_gguf_open(path, err, sizeof err);
+    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    if (desc) {
+        st_model_params p;
+        st_model_params_default(&p);
+        p.n_ctx = 64;
+        p.expert_slots = 4;
+        uint64_t f0 = dev_free(gpu);
+        st_model *m = st_model_load(desc, gpu->api, gpu->dev, gpu->index, &p, err, sizeof err);
+        CHECK(m == NULL && strstr(err, "CPU module"), "no CPU module: load %s (%s)", m ? "succeeded" : "failed", err);
+        st_model_free(m);
+        p.cpu_api = gpu->api; /* the sim device is not unified */
+        p.cpu_dev = gpu->dev;
+        p.cpu_index = gpu->index;
+        m = st_model_load(desc, gpu->api, gpu->dev, gpu->index, &p, err, sizeof err);
+        CHECK(m == NULL && strstr(err, "UNIFIED"), "non-unified CPU module: load %s (%s)", m ? "succeeded" : "failed",
+              err);
+        st_model_free(m);
+        CHECK(dev_free(gpu) == f0, "a refused load left %lld bytes on the device", (long long)(f0 - dev_free(gpu)));
+    }
+    st_model_desc_free(desc);
+    st_gguf_close(g);
+    unlink(path);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s strata-sim.so strata-cpu.so\n", argv[0]);
+        return 2;
+    }
+    char sp[2048];
+    snprintf(sp, sizeof sp, "%s:%s", argv[1], argv[2]);
+    if (!getenv("STRATA_SIM")) setenv("STRATA_SIM", "devices=1,mem=256MiB", 1);
+    st_backend_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.search_path = sp;
+    opt.ignore_env_path = 1;
+    opt.skip_exe_dir = 1;
+    st_backend_registry *reg = st_backend_registry_open(&opt);
+    dev gpu, cpu;
+    if (!reg || open_dev(reg, "sim", &gpu) || open_dev(reg, "cpu", &cpu)) {
+        fprintf(stderr, "SKIP: the sim and CPU modules are needed\n");
+        if (reg) st_backend_registry_close(reg);
+        return 77;
+    }
+    test_refusals(&gpu);
+    test_arch("qwen3moe", &gpu, &cpu);
+    test_arch("qwen2moe", &gpu, &cpu);
+    gpu.api->device_close(gpu.dev);
+    cpu.api->device_close(cpu.dev);
+    st_backend_registry_close(reg);
+    if (g_fail) {
+        fprintf(stderr, "%d check(s) failed\n", g_fail);
+        return 1;
+    }
+    printf("hybrid experts: all checks passed\n");
+    return 0;
+}
