@@ -17,6 +17,7 @@
 #include "gguf/gguf.h"
 #include "model/gen.h"
 #include "model/model.h"
+#include "quant/quant.h"
 
 static int g_fail = 0;
 #define CHECK(cond, ...)                                         \
@@ -37,6 +38,9 @@ static int g_fail = 0;
  * rounding carried through the layers (measured: about 2e-7 with F32 weights); 1e-4 leaves room
  * for other summation orders and stays far below a changed token. */
 #define LOGIT_TOL 1e-4
+/* Q8_0 weights: the CPU module may round activations to 8 bits for its integer dot products
+ * where the reference keeps F32, so misses carry that rounding. */
+#define LOGIT_TOL_Q8 2e-2 /* floor; raised to the CPU module's own deviation (see test_arch) */
 
 typedef struct dev {
     const st_backend_api *api;
@@ -166,7 +170,7 @@ static int open_dev(st_backend_registry *reg, const char *name, dev *d) {
     return -1;
 }
 
-static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
+static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *gpu, const dev *cpu) {
     char path[256], err[1024];
     snprintf(path, sizeof path, "/tmp/strata_hybrid_%s_%d.gguf", arch, (int)getpid());
     st_gen_params gp;
@@ -174,6 +178,7 @@ static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
         CHECK(0, "no tiny preset for %s", arch);
         return;
     }
+    gp.wtype = wtype;
     gp.hp.n_layer = 3;
     gp.hp.n_expert = 16;
     gp.hp.n_expert_used = 4;
@@ -209,6 +214,22 @@ static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
                      {total / 2, ST_EXPERT_LRU, "50% lru"},
                      {total, ST_EXPERT_LFRU, "100% lfru"},
                      {total / 2, ST_EXPERT_PROFILE, "50% profile"}};
+        /* quantized weights: the CPU module's own arithmetic (8-bit activations in its integer dot
+         * products) differs from the reference's, enough to flip a router's choice; the bound for
+         * the hybrid is then what the CPU module alone, every expert on it, deviates by */
+        double cpu_dev = 0;
+        if (wtype != ST_TYPE_F32) {
+            run_out c;
+            memset(&c, 0, sizeof c);
+            if (run(desc, cpu, cpu, -1, 0, NULL, &c) == 0)
+                for (int i = 0; i < N_GEN; i++)
+                    cpu_dev = fmax(cpu_dev, row_diff(c.logits + (size_t)i * V, ref.logits + (size_t)i * V, V));
+            printf("%-9s %-4s the CPU module alone (every expert on it) deviates from the sim by %.3g\n", arch,
+                   st_type_name(wtype), cpu_dev);
+            free(c.logits);
+            free(c.counts);
+            tol = fmax(tol, cpu_dev);
+        }
         st_expert_profile *prof =
             st_expert_profile_from_counts(desc->hp.n_layer, desc->hp.n_expert, ref.counts, err, sizeof err);
         CHECK(prof != NULL, "profile: %s", err);
@@ -224,10 +245,9 @@ static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
                     double d = row_diff(o.logits + (size_t)i * V, ref.logits + (size_t)i * V, V);
                     worst = fmax(worst, d);
                 }
-                CHECK(same, "%s %s: greedy tokens differ from all-resident at %d (%d vs %d)", arch, cases[c].name,
+                CHECK(same || wtype != ST_TYPE_F32, "%s %s: greedy tokens differ from all-resident at %d (%d vs %d)", arch, cases[c].name,
                       first, first >= 0 ? o.tok[first] : 0, first >= 0 ? ref.tok[first] : 0);
-                CHECK(worst < LOGIT_TOL, "%s %s: logits differ by %.3g (relative) > %.0e", arch, cases[c].name, worst,
-                      LOGIT_TOL);
+                CHECK(worst < tol, "%s %s: logits differ by %.3g (relative) > %.0e", arch, cases[c].name, worst, tol);
                 const st_expert_stats *s = &o.info.stats;
                 double hr = (double)s->hits / (double)(s->hits + s->misses ? s->hits + s->misses : 1);
                 CHECK(s->hits + s->misses == ref.counts_sum, "%s %s: %llu hits + %llu misses != %llu accesses", arch,
@@ -254,9 +274,9 @@ static void test_arch(const char *arch, const dev *gpu, const dev *cpu) {
                 if (o.have_belady && cases[c].policy != ST_EXPERT_PROFILE)
                     CHECK(o.belady.hits >= s->hits, "%s %s: Belady %llu hits < policy %llu", arch, cases[c].name,
                           (unsigned long long)o.belady.hits, (unsigned long long)s->hits);
-                printf("%-9s %-12s slots %3lld/%lld: hit rate %.3f (Belady %.3f), %llu inserts, %llu on the CPU, "
+                printf("%-9s %-4s %-12s slots %3lld/%lld: hit rate %.3f (Belady %.3f), %llu inserts, %llu on the CPU, "
                        "logits within %.2g, device %.1f KiB (all resident %.1f KiB)\n",
-                       arch, cases[c].name, (long long)cases[c].slots, (long long)total, hr,
+                       arch, st_type_name(wtype), cases[c].name, (long long)cases[c].slots, (long long)total, hr,
                        o.have_belady ? (double)o.belady.hits / (double)(o.belady.hits + o.belady.misses) : -1.0,
                        (unsigned long long)s->inserts, (unsigned long long)o.info.cpu_assign, worst,
                        (double)o.dev_used / 1024.0, (double)ref.dev_used / 1024.0);
@@ -328,8 +348,9 @@ int main(int argc, char **argv) {
         return 77;
     }
     test_refusals(&gpu);
-    test_arch("qwen3moe", &gpu, &cpu);
-    test_arch("qwen2moe", &gpu, &cpu);
+    test_arch("qwen3moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
+    test_arch("qwen2moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
+    test_arch("qwen3moe", ST_TYPE_Q8_0, LOGIT_TOL_Q8, &gpu, &cpu);
     gpu.api->device_close(gpu.dev);
     cpu.api->device_close(cpu.dev);
     st_backend_registry_close(reg);
