@@ -4,25 +4,7 @@
  * writes (max, sum, acc) partials into the stream's workspace and a second kernel merges them.
  * Works for any n; positions past kv_len[i] and fully masked rows contribute nothing (a row
  * with no visible position yields zeros). */
-#include "cuda/cuda_common.cuh"
-
-#define ST_ATT_WARPS 4
-#define ST_ATT_DECODE_CHUNK 64 /* positions per block when the sequence is split */
-#define ST_ATT_MAX_HD 512
-#define ST_ATT_PER_LANE (ST_ATT_MAX_HD / ST_WARP)
-
-struct st_att_params {
-    st_view q, out;             /* rows (token, head): ne1 = n_head */
-    const char *k, *v;
-    int kt, vt;                 /* cache types */
-    int64_t k_nb1, k_nb2, v_nb1, v_nb2, n_cells;
-    const int32_t *seq, *kv_len, *cell_table;
-    const float *mask;
-    int64_t n, n_head, n_kv, hd, dv; /* hd: K/Q head dim; dv: V/out head dim */
-    int max_pos, n_split, chunk;
-    float scale;
-    float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
-};
+#include "cuda/cuda_attention.cuh"
 
 __device__ __forceinline__ float st_cache_ld(const char *row, int type, int64_t d) {
     if (type == ST_TYPE_Q8_0) {
@@ -216,6 +198,11 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.n_split = n_split;
     p.chunk = (a->max_pos + n_split - 1) / n_split;
     ST_TRY(st_cuda_use(s->dev));
+    if (n_split == 1) {
+        bool ran = false;
+        const st_status st = st_cuda_attention_tc(s, p, &ran);
+        if (ran || st != ST_OK) return st;
+    }
     k_attention<<<dim3((unsigned)rows, (unsigned)n_split), ST_ATT_WARPS * ST_WARP, 0, s->s>>>(p);
     if (n_split > 1) {
         ST_TRY(st_cuda_launched(s, "attention"));

@@ -1,6 +1,7 @@
 /* MATMUL (GEMV for n <= 8 activation rows, tiled GEMM above) and GET_ROWS for every weight
  * format. Launchers validate shapes and return statuses; kernels dequantize on the fly. */
 #include "cuda/cuda_gemv.cuh"
+#include "cuda/cuda_hmm.cuh"
 #include "cuda/cuda_mm.cuh"
 
 #define ST_GEMV_WARPS 4
@@ -28,17 +29,18 @@ k_gemv(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int n, 
     }
 }
 
-/* 64x64 output tiles: block (mx, ny) computes out[ny*64 ..][mx*64 ..]. */
-template <int T, bool TC>
+/* FP32 cores, 64x64 output tiles: block (mx, ny) computes out[ny*64 ..][mx*64 ..]. For F32
+ * weights, devices without tensor cores, and rows the half tile cannot take. */
+template <int T>
 __global__ void __launch_bounds__(ST_TILE_THREADS)
 k_gemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int64_t n, st_view out) {
-    __shared__ typename st_tile_pick<TC>::smem sm;
+    __shared__ st_tile_smem sm;
     __shared__ const char *xr[ST_TILE_N];
     const int64_t m0 = (int64_t)blockIdx.x * ST_TILE_M, n0 = (int64_t)blockIdx.y * ST_TILE_N;
     if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = n0 + threadIdx.x < n ? st_row(x, n0 + threadIdx.x) : NULL;
     __syncthreads();
     float acc[4][4];
-    st_tile_pick<TC>::template run<T>(W, w_nb1, M, K, m0, xr, x.type, sm, acc);
+    st_gemm_tile<T>(W, w_nb1, M, K, m0, xr, x.type, sm, acc);
     const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
     for (int j = 0; j < 4; j++) {
         const int64_t c = n0 + tn + j;
@@ -49,11 +51,32 @@ k_gemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int64_t
     }
 }
 
+/* Tensor cores: block (mx, ny, kz) computes out[ny*64 ..][mx*128 ..] with F16 inputs over K
+ * slice kz of kchunk elements (kchunk = K: whole rows; else sums added atomically into a
+ * zeroed F32 output). */
+template <int T>
+__global__ void __launch_bounds__(ST_HMM_THREADS)
+k_hgemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
+    __shared__ st_hmm_smem sm;
+    __shared__ st_hmm_cols cols;
+    const int64_t m0 = (int64_t)blockIdx.x * ST_HMM_BM, n0 = (int64_t)blockIdx.y * ST_HMM_BN;
+    if (threadIdx.x < ST_HMM_BN) {
+        const int64_t c = n0 + threadIdx.x;
+        cols.x[threadIdx.x] = c < n ? st_row(x, c) : NULL;
+        cols.out[threadIdx.x] = c < n ? st_row(out, c) : NULL;
+        cols.scale[threadIdx.x] = 1.0f;
+    }
+    __syncthreads();
+    const int64_t k0 = (int64_t)blockIdx.z * kchunk, k1 = k0 + kchunk < K ? k0 + kchunk : K;
+    st_hmm_tile<T>(W, w_nb1, M, k0, k1, m0, cols, x.type, out.type, kchunk < K, sm);
+}
+
 struct st_mm_launch {
     const st_matmul_args *a;
     cudaStream_t s;
     int64_t M, K, n;
-    bool tc;
+    bool half;
+    int64_t kchunk; /* split K for the tensor-core tiles (K: no split) */
     template <int T> cudaError_t run() const {
         st_view x = st_view_of(a->x), out = st_view_of(a->out);
         const uint8_t *W = (const uint8_t *)a->w.data;
@@ -62,10 +85,11 @@ struct st_mm_launch {
                                                                                     (int)n, out);
             return cudaSuccess;
         }
-        for (int64_t n0 = 0; n0 < n; n0 += 65535ll * ST_TILE_N) {
+        const int64_t bn = half ? ST_HMM_BN : ST_TILE_N;
+        for (int64_t n0 = 0; n0 < n; n0 += 65535ll * bn) {
             /* grid.y is limited: shift the views for very large n */
             st_view xs = x, os = out;
-            const int64_t nn = n - n0 < 65535ll * ST_TILE_N ? n - n0 : 65535ll * ST_TILE_N;
+            const int64_t nn = n - n0 < 65535ll * bn ? n - n0 : 65535ll * bn;
             if (n0) {
                 if (x.ne2 * x.ne3 != 1 || out.ne2 * out.ne3 != 1) return cudaErrorInvalidValue;
                 xs.p += n0 * x.nb1;
@@ -73,11 +97,13 @@ struct st_mm_launch {
                 xs.ne1 = nn;
                 os.ne1 = nn;
             }
-            dim3 grid(st_blocks(M, ST_TILE_M), st_blocks(nn, ST_TILE_N));
-            if (T != ST_TYPE_F32 && tc)
-                k_gemm<T, T != ST_TYPE_F32><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
-            else
-                k_gemm<T, false><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
+            if (half) {
+                dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
+                k_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
+            } else {
+                dim3 grid(st_blocks(M, ST_TILE_M), st_blocks(nn, ST_TILE_N));
+                k_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);
+            }
         }
         return cudaSuccess;
     }
@@ -110,7 +136,26 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     ST_TRY(st_cuda_use(s->dev));
     st_status fast_st;
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
-    st_mm_launch L{a, s->s, M, K, n, st_use_tc(s->dev, a->w.type)};
+    st_mm_launch L{a, s->s, M, K, n, st_hmm_ok(s->dev, a->w.type, K, a->x), K};
+    if (L.half && n > ST_GEMV_COLS && n <= 65535ll * ST_HMM_BN) {
+        /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
+         * router): split K, summing atomically into a zeroed F32 output. */
+        const int64_t tiles = (int64_t)st_blocks(M, ST_HMM_BM) * st_blocks(n, ST_HMM_BN);
+        const int64_t want = 2ll * (s->dev->n_sm > 0 ? s->dev->n_sm : 32);
+        const bool flat = a->out.type == ST_TYPE_F32 && a->out.nb[1] == M * 4 &&
+                          (a->out.ne[2] * a->out.ne[3] == 1 || (a->out.nb[2] == a->out.ne[1] * a->out.nb[1] &&
+                                                                (a->out.ne[3] == 1 || a->out.nb[3] == a->out.ne[2] * a->out.nb[2])));
+        if (flat && tiles < want) {
+            int64_t split = (want + tiles - 1) / tiles;
+            int64_t chunk = (K / split + ST_HMM_BK - 1) / ST_HMM_BK * ST_HMM_BK;
+            if (chunk < 256) chunk = 256;
+            if (chunk < K) {
+                if (cudaMemsetAsync(a->out.data, 0, (size_t)(n * M * 4), s->s) != cudaSuccess)
+                    return st_cuda_launched(s, "matmul (zero for split K)");
+                L.kchunk = chunk;
+            }
+        }
+    }
 #define ST_MM_CALL(T)                                                                                 \
     (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \
                                              (long long)n)                                             \

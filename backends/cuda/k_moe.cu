@@ -2,6 +2,7 @@
  * slot and a range of output rows; it gathers the assignments routed to its slot on the
  * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles of 64. */
 #include "cuda/cuda_gemv.cuh"
+#include "cuda/cuda_hmm.cuh"
 #include "cuda/cuda_mm.cuh"
 
 #define ST_MOE_THREADS 256
@@ -80,9 +81,10 @@ __global__ void __launch_bounds__(ST_MOE_THREADS) k_moe_gemv(st_moe_params p) {
     }
 }
 
-template <int T, bool TC>
+/* FP32 cores: 64-row tiles of the slot, its assignments 64 at a time. */
+template <int T>
 __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
-    __shared__ typename st_tile_pick<TC>::smem sm;
+    __shared__ st_tile_smem sm;
     __shared__ int list[ST_TILE_THREADS + ST_TILE_N];
     __shared__ const char *xr[ST_TILE_N];
     __shared__ int cnt;
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
             if (threadIdx.x < ST_TILE_N) xr[threadIdx.x] = (int)threadIdx.x < nc ? st_row(p.x, p.x_row[list[threadIdx.x]]) : NULL;
             __syncthreads();
             float acc[4][4];
-            st_tile_pick<TC>::template run<T>(Ws, p.w_nb1, p.M, p.K, m0, xr, p.x.type, sm, acc);
+            st_gemm_tile<T>(Ws, p.w_nb1, p.M, p.K, m0, xr, p.x.type, sm, acc);
             const int tm = (threadIdx.x % 16) * 4, tn = (threadIdx.x / 16) * 4;
             for (int j = 0; j < 4; j++) {
                 if (tn + j >= nc) break;
@@ -118,18 +120,94 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
     }
 }
 
+/* Tensor cores, step 1 (one block): counting sort of the assignments by slot into the
+ * workspace, and the list of (slot, first, count) tiles of at most ST_HMM_BN assignments, so
+ * the GEMM blocks share the work evenly however skewed the routing is. */
+struct st_moe_sorted {
+    int *cnt, *fill, *list; /* [n_slots], [n_slots], [n_assign] */
+    int3 *tiles;            /* [max_tiles] */
+    int *n_tiles;
+    int max_tiles;
+};
+
+__global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots, st_moe_sorted q) {
+    for (int i = threadIdx.x; i < n_slots; i += blockDim.x) q.cnt[i] = 0, q.fill[i] = 0;
+    __syncthreads();
+    for (int a = threadIdx.x; a < p.n_assign; a += blockDim.x) {
+        const int32_t e = p.expert[a], xr = p.x_row[a];
+        if (e < 0 || xr < 0 || xr >= p.n_x) continue;
+        const int32_t sl = p.slot_table[e];
+        if (sl >= 0 && sl < n_slots) atomicAdd(&q.cnt[sl], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int off = 0, t = 0;
+        for (int sl = 0; sl < n_slots; sl++) {
+            const int c = q.cnt[sl];
+            q.fill[sl] = off;
+            for (int f = 0; f < c && t < q.max_tiles; f += ST_HMM_BN)
+                q.tiles[t++] = make_int3(sl, off + f, c - f < ST_HMM_BN ? c - f : ST_HMM_BN);
+            off += c;
+        }
+        *q.n_tiles = t;
+    }
+    __syncthreads();
+    for (int a = threadIdx.x; a < p.n_assign; a += blockDim.x) {
+        const int32_t e = p.expert[a], xr = p.x_row[a];
+        if (e < 0 || xr < 0 || xr >= p.n_x) continue;
+        const int32_t sl = p.slot_table[e];
+        if (sl >= 0 && sl < n_slots) q.list[atomicAdd(&q.fill[sl], 1)] = a;
+    }
+}
+
+/* Step 2: block (mx, t) computes rows mx*128.. of tile t's assignments. */
+template <int T>
+__global__ void __launch_bounds__(ST_HMM_THREADS) k_moe_hgemm(st_moe_params p, st_moe_sorted q) {
+    __shared__ st_hmm_smem sm;
+    __shared__ st_hmm_cols cols;
+    if ((int)blockIdx.y >= *q.n_tiles) return;
+    const int3 tile = q.tiles[blockIdx.y];
+    const int64_t m0 = (int64_t)blockIdx.x * ST_HMM_BM;
+    if (threadIdx.x < ST_HMM_BN) {
+        const bool on = (int)threadIdx.x < tile.z;
+        const int a = on ? q.list[tile.y + threadIdx.x] : 0;
+        cols.x[threadIdx.x] = on ? st_row(p.x, p.x_row[a]) : NULL;
+        cols.out[threadIdx.x] = on ? st_row(p.out, a) : NULL;
+        cols.scale[threadIdx.x] = on && p.scale ? p.scale[a] : 1.0f;
+    }
+    __syncthreads();
+    st_hmm_tile<T>(p.W + (int64_t)tile.x * p.w_nb2, p.w_nb1, p.M, 0, p.K, m0, cols, p.x.type, p.out.type, false, sm);
+}
+
+/* Carves the sort's arrays from the stream workspace; false when it is too small. */
+static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, st_moe_sorted *q) {
+    const int64_t max_tiles = n_assign / ST_HMM_BN + (n_slots < n_assign ? n_slots : n_assign) + 1;
+    const uint64_t ints = (uint64_t)(2 * n_slots + n_assign + 1), need = ints * 4 + 16 + (uint64_t)max_tiles * sizeof(int3);
+    if (need > s->ws_bytes || max_tiles > 65535) return false;
+    int *w = (int *)s->ws;
+    q->n_tiles = w;
+    q->cnt = w + 1;
+    q->fill = q->cnt + n_slots;
+    q->list = q->fill + n_slots;
+    q->tiles = (int3 *)((char *)s->ws + ((ints * 4 + 15) & ~(uint64_t)15));
+    q->max_tiles = (int)max_tiles;
+    return true;
+}
+
 struct st_moe_launch {
     st_moe_params p;
     cudaStream_t s;
     int64_t n_slots;
-    bool tiles, tc;
+    bool tiles, half;
+    st_moe_sorted q;
     template <int T> void run() const {
-        if (tiles) {
+        if (tiles && half) {
+            k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
+            dim3 grid(st_blocks(p.M, ST_HMM_BM), (unsigned)q.max_tiles);
+            k_moe_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(p, q);
+        } else if (tiles) {
             dim3 grid(st_blocks(p.M, ST_TILE_M), (unsigned)n_slots);
-            if (T != ST_TYPE_F32 && tc)
-                k_moe_gemm<T, T != ST_TYPE_F32><<<grid, ST_TILE_THREADS, 0, s>>>(p);
-            else
-                k_moe_gemm<T, false><<<grid, ST_TILE_THREADS, 0, s>>>(p);
+            k_moe_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(p);
         } else {
             dim3 grid(st_blocks(p.M, ST_MOE_GEMV_ROWS), (unsigned)n_slots);
             k_moe_gemv<T><<<grid, ST_MOE_THREADS, 0, s>>>(p);
@@ -164,9 +242,10 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
                         a->n_assign};
     L.s = s->s;
     L.n_slots = n_slots;
-    /* Many assignments per slot on average: tiles; else GEMV passes of 8. */
-    L.tiles = a->n_assign > 32 * n_slots;
-    L.tc = st_use_tc(s->dev, w.type);
+    /* Several assignments per slot on average: tiles (tensor cores when they can run); else
+     * GEMV passes of 8. */
+    L.half = st_hmm_ok(s->dev, w.type, K, a->x) && st_moe_sorted_carve(s, n_slots, a->n_assign, &L.q);
+    L.tiles = a->n_assign >= (L.half ? 2 : 32) * n_slots;
     st_status fast_st;
     if (!L.tiles && st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
 #define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))

@@ -1,0 +1,30 @@
+/* Parameters shared by the attention kernels (k_attention.cu: any cache type, split over the
+ * sequence for decode; k_attention_tc.cu: tensor-core prefill). */
+#ifndef STRATA_CUDA_ATTENTION_CUH
+#define STRATA_CUDA_ATTENTION_CUH
+
+#include "cuda/cuda_common.cuh"
+
+#define ST_ATT_WARPS 4
+#define ST_ATT_DECODE_CHUNK 64 /* positions per block when the sequence is split */
+#define ST_ATT_MAX_HD 512
+#define ST_ATT_PER_LANE (ST_ATT_MAX_HD / ST_WARP)
+
+struct st_att_params {
+    st_view q, out;             /* rows (token, head): ne1 = n_head */
+    const char *k, *v;
+    int kt, vt;                 /* cache types */
+    int64_t k_nb1, k_nb2, v_nb1, v_nb2, n_cells;
+    const int32_t *seq, *kv_len, *cell_table;
+    const float *mask;
+    int64_t n, n_head, n_kv, hd, dv; /* hd: K/Q head dim; dv: V/out head dim */
+    int max_pos, n_split, chunk;
+    float scale;
+    float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
+};
+
+/* The tensor-core prefill path (k_attention_tc.cu): launches it when the shapes, cache types
+ * and device allow and sets *ran; otherwise leaves *ran false and returns ST_OK. */
+st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran);
+
+#endif

@@ -1,0 +1,266 @@
+/* Prefill ATTENTION on tensor cores (sm_80+, F16 K/V cache, head dim 64 or 128): one block of
+ * 4 warps takes 64 query tokens of one head and walks the positions 64 at a time (flash
+ * attention). S = Q.K^T and O += P.V run on F16 tensor cores with F32 sums; the softmax is
+ * online in F32. K/V rows are gathered through the cell table of the tile's sequence; a token
+ * of another sequence in the same tile (mixed batches) is computed by a warp-per-row loop at
+ * the end, so any batch is handled. */
+#include <mma.h>
+
+#include "cuda/cuda_attention.cuh"
+
+#define ST_FA_BQ 64
+#define ST_FA_BKV 64
+#define ST_FA_THREADS 128
+
+template <int HD> struct st_fa_layout {
+    static constexpr int ldh = HD + 8, lds = ST_FA_BKV + 4, ldp = ST_FA_BKV + 8, ldo = HD + 4;
+    static constexpr size_t q = 0, k = q + (size_t)ST_FA_BQ * ldh * 2, v = k + (size_t)ST_FA_BKV * ldh * 2,
+                            s = v + (size_t)ST_FA_BKV * ldh * 2, p = s + (size_t)ST_FA_BQ * lds * 4,
+                            o = p + (size_t)ST_FA_BQ * ldp * 2, stats = o + (size_t)ST_FA_BQ * ldo * 4,
+                            bytes = stats + (size_t)ST_FA_BQ * 4 * 4 + ST_FA_BKV * 4;
+};
+
+/* One (token i, head h) by one warp, positions one after another (tokens of another sequence). */
+__device__ void st_fa_row_serial(const st_att_params &p, int64_t i, int64_t h) {
+    const int lane = threadIdx.x % ST_WARP;
+    const int64_t kvh = h / (p.n_head / p.n_kv);
+    int L = p.kv_len[i];
+    if (L > p.max_pos) L = p.max_pos;
+    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
+    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
+    const char *qr = st_row(p.q, i * p.n_head + h);
+    float qv[ST_ATT_PER_LANE], acc[ST_ATT_PER_LANE];
+#pragma unroll
+    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+        const int64_t d = lane + j * ST_WARP;
+        qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
+        acc[j] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int pos = 0; pos < L; pos++) {
+        const int64_t c = cells[pos];
+        if (c < 0 || c >= p.n_cells) continue;
+        const char *kr = p.k + c * p.k_nb2 + kvh * p.k_nb1, *vr = p.v + c * p.v_nb2 + kvh * p.v_nb1;
+        float dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+            const int64_t d = lane + j * ST_WARP;
+            if (d < p.hd) dot += qv[j] * st_ld(kr, p.kt, d);
+        }
+        float sc = st_warp_sum(dot) * p.scale;
+        if (mrow) sc += mrow[pos];
+        if (sc == -INFINITY || sc != sc) continue;
+        const float mn = fmaxf(m, sc), corr = expf(m - mn), e = expf(sc - mn);
+        l = l * corr + e;
+        m = mn;
+#pragma unroll
+        for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+            const int64_t d = lane + j * ST_WARP;
+            if (d < p.dv) acc[j] = acc[j] * corr + e * st_ld(vr, p.vt, d);
+        }
+    }
+    char *orow = st_row(p.out, i * p.n_head + h);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+        const int64_t d = lane + j * ST_WARP;
+        if (d < p.dv) st_st(orow, p.out.type, d, acc[j] * inv);
+    }
+}
+
+template <int HD>
+__global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa(st_att_params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using namespace nvcuda;
+    typedef st_fa_layout<HD> Lo;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __half *sQ = (__half *)(smem + Lo::q), *sK = (__half *)(smem + Lo::k), *sV = (__half *)(smem + Lo::v);
+    float *sS = (float *)(smem + Lo::s), *sO = (float *)(smem + Lo::o);
+    __half *sP = (__half *)(smem + Lo::p);
+    float *sM = (float *)(smem + Lo::stats), *sL = sM + ST_FA_BQ, *sC = sL + ST_FA_BQ;
+    int *sLen = (int *)(sC + ST_FA_BQ), *sOk = sLen + ST_FA_BQ;
+    __shared__ int s_max, s_foreign, s_seq;
+    const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP;
+    const int64_t h = blockIdx.y, i0 = (int64_t)blockIdx.x * ST_FA_BQ;
+    const int64_t kvh = h / (p.n_head / p.n_kv);
+    if (tid == 0) {
+        s_max = 0;
+        s_foreign = 0;
+        s_seq = p.seq[i0];
+    }
+    __syncthreads();
+    if (tid < ST_FA_BQ) {
+        const int64_t i = i0 + tid;
+        int len = 0;
+        if (i < p.n) {
+            len = min(p.kv_len[i], p.max_pos);
+            if (p.seq[i] != s_seq) {
+                len = 0;
+                atomicOr(&s_foreign, 1);
+            }
+        }
+        sLen[tid] = len;
+        sM[tid] = -INFINITY;
+        sL[tid] = 0.0f;
+        atomicMax(&s_max, len);
+    }
+    /* Q tile, pre-scaled, as F16; rows past n are zero */
+    for (int e = tid; e < ST_FA_BQ * HD; e += ST_FA_THREADS) {
+        const int r = e / HD, d = e % HD;
+        const int64_t i = i0 + r;
+        const float v = i < p.n ? st_ld(st_row(p.q, i * p.n_head + h), p.q.type, d) * p.scale : 0.0f;
+        sQ[r * Lo::ldh + d] = __float2half_rn(v);
+    }
+    for (int e = tid; e < ST_FA_BQ * Lo::ldo; e += ST_FA_THREADS) sO[e] = 0.0f;
+    __syncthreads();
+    const int Lmax = s_max;
+    const int32_t *cells = p.cell_table + (int64_t)s_seq * p.max_pos;
+    const float *mask = p.mask;
+    const int row0 = warp * 16;
+    for (int kb = 0; kb < Lmax; kb += ST_FA_BKV) {
+        /* K and V rows of positions kb .. kb+63 (16-byte pieces) */
+        constexpr int PIECES = HD / 8;
+        for (int e = tid; e < ST_FA_BKV * PIECES; e += ST_FA_THREADS) {
+            const int r = e / PIECES, c8 = (e % PIECES) * 8;
+            const int pos = kb + r;
+            int64_t cell = pos < Lmax ? cells[pos] : -1;
+            const bool ok = cell >= 0 && cell < p.n_cells;
+            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+            if (ok) {
+                kv = *(const uint4 *)(p.k + cell * p.k_nb2 + kvh * p.k_nb1 + c8 * 2);
+                vv = *(const uint4 *)(p.v + cell * p.v_nb2 + kvh * p.v_nb1 + c8 * 2);
+            }
+            *(uint4 *)&sK[r * Lo::ldh + c8] = kv;
+            *(uint4 *)&sV[r * Lo::ldh + c8] = vv;
+            if (c8 == 0) sOk[r] = ok;
+        }
+        __syncthreads();
+        /* S = Q.K^T for this warp's 16 rows */
+        {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf[ST_FA_BKV / 16];
+#pragma unroll
+            for (int j = 0; j < ST_FA_BKV / 16; j++) wmma::fill_fragment(sf[j], 0.0f);
+#pragma unroll
+            for (int k = 0; k < HD; k += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> af;
+                wmma::load_matrix_sync(af, &sQ[row0 * Lo::ldh + k], Lo::ldh);
+#pragma unroll
+                for (int j = 0; j < ST_FA_BKV / 16; j++) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> bf;
+                    wmma::load_matrix_sync(bf, &sK[(16 * j) * Lo::ldh + k], Lo::ldh);
+                    wmma::mma_sync(sf[j], af, bf, sf[j]);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < ST_FA_BKV / 16; j++)
+                wmma::store_matrix_sync(&sS[row0 * Lo::lds + 16 * j], sf[j], Lo::lds, wmma::mem_row_major);
+        }
+        __syncwarp();
+        /* online softmax: two lanes per row, 32 positions each */
+        {
+            const int r = row0 + lane / 2, c0 = (lane % 2) * 32;
+            const int len = sLen[r];
+            const float *mrow = mask && i0 + r < p.n ? mask + (i0 + r) * (int64_t)p.max_pos : NULL;
+            float mloc = -INFINITY;
+            for (int c = c0; c < c0 + 32; c++) {
+                const int pos = kb + c;
+                float s = -INFINITY;
+                if (pos < len && sOk[c]) {
+                    s = sS[r * Lo::lds + c];
+                    if (mrow) s += mrow[pos];
+                    if (s != s) s = -INFINITY;
+                }
+                sS[r * Lo::lds + c] = s;
+                mloc = fmaxf(mloc, s);
+            }
+            mloc = fmaxf(mloc, __shfl_xor_sync(0xffffffffu, mloc, 1));
+            const float mold = sM[r], mnew = fmaxf(mold, mloc);
+            float sum = 0.0f;
+            for (int c = c0; c < c0 + 32; c++) {
+                const float s = sS[r * Lo::lds + c];
+                const float e = s == -INFINITY ? 0.0f : expf(s - mnew);
+                sum += e;
+                sP[r * Lo::ldp + c] = __float2half_rn(e);
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            __syncwarp();
+            if (lane % 2 == 0) {
+                const float corr = mold == -INFINITY ? (mnew == -INFINITY ? 1.0f : 0.0f) : expf(mold - mnew);
+                sC[r] = corr;
+                sL[r] = sL[r] * corr + sum;
+                sM[r] = mnew;
+            }
+        }
+        __syncwarp();
+        /* O = O * corr + P.V */
+        for (int e = lane; e < 16 * HD; e += ST_WARP) {
+            const int r = row0 + e / HD, d = e % HD;
+            sO[r * Lo::ldo + d] *= sC[r];
+        }
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < HD / 16; j++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
+            wmma::load_matrix_sync(of, &sO[row0 * Lo::ldo + 16 * j], Lo::ldo, wmma::mem_row_major);
+#pragma unroll
+            for (int k = 0; k < ST_FA_BKV; k += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> af;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bf;
+                wmma::load_matrix_sync(af, &sP[row0 * Lo::ldp + k], Lo::ldp);
+                wmma::load_matrix_sync(bf, &sV[k * Lo::ldh + 16 * j], Lo::ldh);
+                wmma::mma_sync(of, af, bf, of);
+            }
+            wmma::store_matrix_sync(&sO[row0 * Lo::ldo + 16 * j], of, Lo::ldo, wmma::mem_row_major);
+        }
+        __syncthreads(); /* every warp is done with sK/sV before the next positions */
+    }
+    /* write this tile's rows of the tile's sequence */
+    for (int e = tid; e < ST_FA_BQ * HD; e += ST_FA_THREADS) {
+        const int r = e / HD, d = e % HD;
+        const int64_t i = i0 + r;
+        if (i >= p.n || p.seq[i] != s_seq) continue;
+        const float l = sL[r];
+        st_st(st_row(p.out, i * p.n_head + h), p.out.type, d, l > 0.0f ? sO[r * Lo::ldo + d] / l : 0.0f);
+    }
+    if (s_foreign) {
+        for (int r = warp; r < ST_FA_BQ; r += ST_FA_THREADS / ST_WARP) {
+            const int64_t i = i0 + r;
+            if (i < p.n && p.seq[i] != s_seq) st_fa_row_serial(p, i, h);
+        }
+    }
+#else
+    (void)p;
+#endif
+}
+
+template <int HD> static st_status st_fa_launch(st_stream *s, const st_att_params &p) {
+    const size_t bytes = st_fa_layout<HD>::bytes;
+    if (bytes > s->dev->smem_optin) return ST_UNSUPPORTED;
+    static int done[ST_CUDA_MAX_DEVICES];
+    if (!done[s->dev->index % ST_CUDA_MAX_DEVICES]) {
+        cudaError_t e = cudaFuncSetAttribute(k_attention_fa<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return ST_UNSUPPORTED;
+        }
+        done[s->dev->index % ST_CUDA_MAX_DEVICES] = 1;
+    }
+    dim3 grid(st_blocks(p.n, ST_FA_BQ), (unsigned)p.n_head);
+    k_attention_fa<HD><<<grid, ST_FA_THREADS, bytes, s->s>>>(p);
+    return st_cuda_launched(s, "attention");
+}
+
+/* Runs the tensor-core path when it applies; *ran says whether it did (ST_OK otherwise). */
+st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran) {
+    *ran = false;
+    const st_device *d = s->dev;
+    if (d->cc_major < 8 || d->no_tc || p.kt != ST_TYPE_F16 || p.vt != ST_TYPE_F16 || p.hd != p.dv) return ST_OK;
+    if (p.hd != 64 && p.hd != 128) return ST_OK;
+    if (p.n < 16 || p.n_head > 65535) return ST_OK;
+    if (((uintptr_t)p.k | (uintptr_t)p.v) % 16 || p.k_nb1 % 16 || p.k_nb2 % 16 || p.v_nb1 % 16 || p.v_nb2 % 16)
+        return ST_OK;
+    st_status st = p.hd == 128 ? st_fa_launch<128>(s, p) : st_fa_launch<64>(s, p);
+    if (st == ST_UNSUPPORTED) return ST_OK; /* not enough shared memory: the general kernel runs */
+    *ran = true;
+    return st;
+}
