@@ -8,6 +8,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "engine/engine_offload.h"
+#include "kv/kv.h"
 #include "platform/platform.h"
 #include "quant/quant.h"
 #include "sample/sample.h"
@@ -23,6 +25,7 @@ static void help(FILE *f) {
                "              llama.cpp reference tool uses)\n"
                "  --json      one JSON object on stdout instead of the table\n");
     st_cli_model_opts_help(f);
+    st_offload_opts_help(f);
 }
 
 typedef struct stat {
@@ -72,6 +75,40 @@ static uint64_t used_expert_bytes(const st_model_desc *d, const uint64_t *counts
     return b;
 }
 
+/* Opens the model like st_cli_open, but through the memory plan (engine_offload.h) unless the
+ * device is the scalar reference: *os then owns the handles s borrows. */
+static int open_planned(st_cli_session *s, const st_cli_model_opts *o, const st_offload_opts *oo, st_model_params *mp,
+                        int want_tok, st_offload_session *os) {
+    memset(os, 0, sizeof *os);
+    if (o->backend && !strcmp(o->backend, "ref")) return st_cli_open("bench", s, o, mp, want_tok);
+    if (o->kv_type) mp->kv_type = (uint32_t)st_kv_type_from_name(o->kv_type);
+    if (o->ctx > 0) mp->n_ctx = (int32_t)o->ctx;
+    if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
+    if (o->no_in_place) mp->no_in_place = 1;
+    if (st_offload_open("bench", o->model, o->backend, o->device, o->threads, oo, mp, want_tok, os)) return -1;
+    memset(s, 0, sizeof *s);
+    s->g = os->g;
+    s->d = os->d;
+    s->reg = os->reg;
+    s->api = os->api;
+    s->index = os->index;
+    s->dev = os->dev;
+    s->m = os->m;
+    s->tok = os->tok;
+    snprintf(s->device_text, sizeof s->device_text, "%s", os->device_text);
+    s->mem_bw_gbs = os->mem_bw_gbs;
+    return 0;
+}
+
+static void close_planned(st_cli_session *s, st_offload_session *os) {
+    if (os->g) {
+        memset(s, 0, sizeof *s);
+        st_offload_close(os);
+    } else {
+        st_cli_close(s);
+    }
+}
+
 int st_cmd_bench(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
@@ -79,11 +116,17 @@ int st_cmd_bench(int argc, char **argv) {
     uint64_t seed = 1;
     int seed_given = 0;
     int json = 0;
+    st_offload_opts oo;
+    st_offload_opts_init(&oo);
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r = st_cli_model_opt("bench", argc, argv, &i, &o);
         if (r < 0) return 2;
         if (r) continue;
+        if ((r = st_offload_opt("bench", argc, argv, &i, &oo))) {
+            if (r < 0) return 2;
+            continue;
+        }
         if ((r = st_cli_opt(argc, argv, &i, "-p", "--n-prompt", &v))) {
             if (r < 0 || st_cli_int("bench", "-p", v, 0, 1 << 22, &n_p)) return 2;
         } else if ((r = st_cli_opt(argc, argv, &i, "-n", "--n-gen", &v))) {
@@ -121,12 +164,13 @@ int st_cmd_bench(int argc, char **argv) {
         return 2;
     }
     st_cli_session s;
-    if (st_cli_open("bench", &s, &o, &mp, 0)) return 1;
+    st_offload_session os;
+    if (open_planned(&s, &o, &oo, &mp, 0, &os)) return 1;
     const st_model_desc *d = s.d;
     const int32_t V = d->hp.n_vocab;
     if (n_p + n_g + 1 > st_model_params_of(s.m)->n_ctx) {
         fprintf(stderr, "strata bench: -p %ld -n %ld needs a context of %ld (--ctx)\n", n_p, n_g, n_p + n_g + 1);
-        st_cli_close(&s);
+        close_planned(&s, &os);
         return 2;
     }
     const long np1 = n_p > 0 ? n_p : 1;
@@ -137,7 +181,7 @@ int st_cmd_bench(int argc, char **argv) {
     if (!prompt || !tok || !pos || !sq || !want) {
         fprintf(stderr, "strata bench: out of memory\n");
         free(prompt), free(tok), free(pos), free(sq), free(want);
-        st_cli_close(&s);
+        close_planned(&s, &os);
         return 1;
     }
     /* the prompt: the same token formula as the llama.cpp reference tool, or seeded */
@@ -157,6 +201,11 @@ int st_cmd_bench(int argc, char **argv) {
     /* warm-up: one small forward (first-touch of pages, module threads) */
     if (st_model_eval(s.m, 0, prompt, 1, 0, 0, NULL, err, sizeof err) || st_model_argmax(s.m, tok, err, sizeof err))
         goto fail;
+    /* expert cache statistics of the measured runs (the routing trace too, for Belady) */
+    st_model_expert_stats_reset(s.m);
+    st_model_expert_trace(s.m, 1);
+    st_model_expert_info ex_dec; /* summed over the decode phases */
+    memset(&ex_dec, 0, sizeof ex_dec);
     for (long r = 0; r < reps; r++) {
         st_kv_clear(kv);
         long at = 0;
@@ -174,6 +223,8 @@ int st_cmd_bench(int argc, char **argv) {
             at = n_p;
         }
         if (n_g > 0) { /* then they decode together: one token of each per step */
+            st_model_expert_info e0;
+            st_model_expert_info_get(s.m, &e0);
             uint64_t t0 = st_now_ns();
             for (long i = 0; i < n_g; i++, at++) {
                 for (long q = 0; q < par; q++) pos[q] = (int32_t)at;
@@ -185,10 +236,24 @@ int st_cmd_bench(int argc, char **argv) {
                 for (long q = 1; q < par; q++) tok[q] = (int32_t)((tok[q] + q) % V);
             }
             double v = (double)(n_g * par) / ((double)(st_now_ns() - t0) / 1e9);
+            st_model_expert_info e1;
+            st_model_expert_info_get(s.m, &e1);
+            ex_dec.tokens += e1.tokens - e0.tokens;
+            ex_dec.cpu_s += e1.cpu_s - e0.cpu_s;
+            ex_dec.route_s += e1.route_s - e0.route_s;
+            ex_dec.cpu_assign += e1.cpu_assign - e0.cpu_assign;
+            ex_dec.stats.hits += e1.stats.hits - e0.stats.hits;
+            ex_dec.stats.misses += e1.stats.misses - e0.stats.misses;
+            ex_dec.stats.bytes_upload += e1.stats.bytes_upload - e0.stats.bytes_upload;
             stat_add(&sg, v);
             best_g = v > best_g ? v : best_g;
         }
     }
+    char ex_json[1024];
+    st_offload_format_json(s.m, ex_json, sizeof ex_json);
+    st_model_expert_trace(s.m, 0);
+    st_model_expert_info ex_all;
+    const int hybrid = st_model_expert_info_get(s.m, &ex_all) == 0;
     /* bytes one decode step reads: non-expert weights once, the experts its tokens woke (all
      * k distinct per layer for one sequence; counted on one more step for several), and the
      * KV of every sequence at the mean decode position */
@@ -243,6 +308,22 @@ int st_cmd_bench(int argc, char **argv) {
                "\"device_bw_gb_s\":%.1f",
                (double)b_nonexp / P, (double)b_exp / P, b_kv / P, b_tok / P, b_tok, gbs, b_pre, gbs_pre, s.mem_bw_gbs);
         if (s.mem_bw_gbs > 0) printf(",\"decode_bw_fraction\":%.4f", gbs / s.mem_bw_gbs);
+        if (hybrid) {
+            const double dt = ex_dec.tokens ? (double)ex_dec.tokens : 1.0;
+            printf("%s,\"experts_decode\":{\"hit_rate\":%.4f,\"hits\":%llu,\"misses\":%llu,\"upload_bytes\":%llu,"
+                   "\"cpu_ms_per_token\":%.4f,\"route_sync_ms_per_token\":%.4f,\"cpu_assignments_per_token\":%.3f}",
+                   ex_json, st_expert_stats_hit_rate(&ex_dec.stats), (unsigned long long)ex_dec.stats.hits,
+                   (unsigned long long)ex_dec.stats.misses, (unsigned long long)ex_dec.stats.bytes_upload,
+                   ex_dec.cpu_s * 1e3 / dt, ex_dec.route_s * 1e3 / dt, (double)ex_dec.cpu_assign / dt);
+        }
+        if (os.off.plan) {
+            const st_plan_device *pd = &os.off.plan->dev[0];
+            printf(",\"plan\":{\"device\":\"%s\",\"capacity\":%llu,\"planned\":%llu,\"vram_budget\":%llu,"
+                   "\"expert_slots\":%lld,\"expert_slots_max\":%lld}",
+                   os.off.device, (unsigned long long)pd->capacity, (unsigned long long)pd->planned,
+                   (unsigned long long)pd->in.vram_budget, (long long)os.off.expert_slots,
+                   (long long)pd->expert_slots_max);
+        }
         printf("}\n");
     } else {
         char sum[512];
@@ -259,6 +340,19 @@ int st_cmd_bench(int argc, char **argv) {
                    stat_sd(&sg), best_g, reps);
             printf("bytes per decode token: %.2f MB = non-expert %.2f MB + routed experts %.2f MB + KV %.2f MB\n",
                    b_tok / P / 1e6, (double)b_nonexp / P / 1e6, (double)b_exp / P / 1e6, b_kv / P / 1e6);
+            if (hybrid) {
+                const double dt = ex_dec.tokens ? (double)ex_dec.tokens : 1.0;
+                st_expert_stats bel;
+                char be[256];
+                printf("experts: %lld of %lld slots; decode hit rate %.3f, %.2f ms per token on the CPU "
+                       "(%.2f expert rows), %.2f ms waiting for the router; whole run hit rate %.3f",
+                       (long long)ex_all.slots, (long long)ex_all.experts_total,
+                       st_expert_stats_hit_rate(&ex_dec.stats), ex_dec.cpu_s * 1e3 / dt,
+                       (double)ex_dec.cpu_assign / dt, ex_dec.route_s * 1e3 / dt, st_expert_stats_hit_rate(&ex_all.stats));
+                if (st_model_expert_belady(s.m, &bel, be, sizeof be) == 0)
+                    printf(" (Belady %.3f)", st_expert_stats_hit_rate(&bel));
+                printf("\n");
+            }
             printf("achieved: %.2f GB/s", gbs);
             if (s.mem_bw_gbs > 0) printf(" (%.0f%% of the device's %.0f GB/s)", 100.0 * gbs / s.mem_bw_gbs, s.mem_bw_gbs);
             printf("\n");
@@ -274,6 +368,6 @@ done:
     free(pos);
     free(sq);
     free(want);
-    st_cli_close(&s);
+    close_planned(&s, &os);
     return rc;
 }

@@ -7,6 +7,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "engine/engine_offload.h"
+#include "kv/kv.h"
 #include "platform/platform.h"
 #include "sample/sample.h"
 
@@ -23,6 +25,7 @@ static void help(FILE *f) {
                "  --seed S                sampling seed (default: from the clock; printed at the end)\n"
                "  --ignore-eos            do not stop at the end-of-text token\n");
     st_cli_model_opts_help(f);
+    st_offload_opts_help(f);
 }
 
 typedef struct run_opts {
@@ -31,6 +34,7 @@ typedef struct run_opts {
     st_sampler_params sp;
     int seed_given;
     int ignore_eos;
+    st_offload_opts off;
 } run_opts;
 
 static int parse(int argc, char **argv, st_cli_model_opts *o, run_opts *r) {
@@ -41,6 +45,10 @@ static int parse(int argc, char **argv, st_cli_model_opts *o, run_opts *r) {
         int k = st_cli_model_opt("run", argc, argv, &i, o);
         if (k < 0) return -1;
         if (k) continue;
+        if ((k = st_offload_opt("run", argc, argv, &i, &r->off))) {
+            if (k < 0) return -1;
+            continue;
+        }
 #define FOPT(name, field)                                                                                  \
     if ((k = st_cli_opt(argc, argv, &i, name, NULL, &v))) {                                                \
         if (k < 0 || st_cli_float("run", name, v, &x)) return -1;                                          \
@@ -112,6 +120,40 @@ static void emit(const char *p, size_t n) {
     }
 }
 
+/* Opens the model like st_cli_open, but through the memory plan (engine_offload.h) unless the
+ * device is the scalar reference: *os then owns the handles s borrows. */
+static int open_planned(st_cli_session *s, const st_cli_model_opts *o, const st_offload_opts *oo, st_model_params *mp,
+                        int want_tok, st_offload_session *os) {
+    memset(os, 0, sizeof *os);
+    if (o->backend && !strcmp(o->backend, "ref")) return st_cli_open("run", s, o, mp, want_tok);
+    if (o->kv_type) mp->kv_type = (uint32_t)st_kv_type_from_name(o->kv_type);
+    if (o->ctx > 0) mp->n_ctx = (int32_t)o->ctx;
+    if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
+    if (o->no_in_place) mp->no_in_place = 1;
+    if (st_offload_open("run", o->model, o->backend, o->device, o->threads, oo, mp, want_tok, os)) return -1;
+    memset(s, 0, sizeof *s);
+    s->g = os->g;
+    s->d = os->d;
+    s->reg = os->reg;
+    s->api = os->api;
+    s->index = os->index;
+    s->dev = os->dev;
+    s->m = os->m;
+    s->tok = os->tok;
+    snprintf(s->device_text, sizeof s->device_text, "%s", os->device_text);
+    s->mem_bw_gbs = os->mem_bw_gbs;
+    return 0;
+}
+
+static void close_planned(st_cli_session *s, st_offload_session *os) {
+    if (os->g) {
+        memset(s, 0, sizeof *s);
+        st_offload_close(os);
+    } else {
+        st_cli_close(s);
+    }
+}
+
 int st_cmd_run(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
@@ -119,13 +161,15 @@ int st_cmd_run(int argc, char **argv) {
     memset(&r, 0, sizeof r);
     r.n_predict = 128;
     st_sampler_params_default(&r.sp);
+    st_offload_opts_init(&r.off);
     int pr = parse(argc, argv, &o, &r);
     if (pr) return pr > 0 ? 0 : 2;
     if (!r.seed_given) r.sp.seed = (uint64_t)time(NULL) ^ (st_now_ns() << 16);
     st_model_params mp;
     st_model_params_default(&mp);
     st_cli_session s;
-    if (st_cli_open("run", &s, &o, &mp, 1)) return 1;
+    st_offload_session os;
+    if (open_planned(&s, &o, &r.off, &mp, 1, &os)) return 1;
     const int32_t V = s.d->hp.n_vocab, n_ctx = st_model_params_of(s.m)->n_ctx;
     char err[1024];
     int rc = 1;
@@ -208,6 +252,13 @@ int st_cmd_run(int argc, char **argv) {
             "[prompt: %lld tokens, %.1f tok/s | generated: %lld tokens, %.1f tok/s | stop: %s | seed %llu | %s]\n",
             (long long)n_prompt, tp > 0 ? (double)n_prompt / tp : 0.0, (long long)n_gen,
             tg > 0 ? (double)n_dec / tg : 0.0, stop, (unsigned long long)r.sp.seed, s.device_text);
+    st_model_expert_info ei;
+    if (st_model_expert_info_get(s.m, &ei) == 0)
+        fprintf(stderr, "[experts: %lld of %lld slots, hit rate %.3f (%llu hits, %llu misses, %llu uploaded), "
+                "CPU %.2f ms per token]\n", (long long)ei.slots, (long long)ei.experts_total,
+                st_expert_stats_hit_rate(&ei.stats), (unsigned long long)ei.stats.hits,
+                (unsigned long long)ei.stats.misses, (unsigned long long)ei.stats.inserts,
+                ei.tokens ? ei.cpu_s * 1e3 / (double)ei.tokens : 0.0);
     rc = 0;
 done:
     free(ids);
@@ -216,6 +267,6 @@ done:
     free(cval);
     st_detok_free(dt);
     st_sampler_free(smp);
-    st_cli_close(&s);
+    close_planned(&s, &os);
     return rc;
 }

@@ -121,6 +121,13 @@ typedef struct st_model_expert_info {
     double route_s;           /* wall seconds waiting for the router's choices (the sync) */
 } st_model_expert_info;
 
+/* Device bytes of one expert slot of `d` (the gate, up and down strides: each the largest
+ * per-expert size of that matrix over layers, rounded to 256), 0 for dense models. */
+uint64_t st_model_expert_slot_bytes(const st_model_desc *d);
+/* Device bytes an expert cache adds to the model's buffers besides the slots and the slot
+ * table, for steps of n_batch tokens (the hits-first expert ids, token rows and row map). */
+uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch);
+
 /* Fills *out; returns 0, or -1 when the model runs every expert on the device (out->slots = -1,
  * counters 0). */
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out);
@@ -129,7 +136,8 @@ const st_expert_cache *st_model_expert_cache(const st_model *m);
 /* Clears the cache counters, the timers and the recorded trace (the residents stay). */
 void st_model_expert_stats_reset(st_model *m);
 /* Recording of the routing trace (off by default; hybrid models only): every (layer, expert)
- * access in order, so st_model_expert_belady can say what the best policy would have hit. */
+ * access in order, up to about a million accesses after the last reset, so
+ * st_model_expert_belady can say what the best policy would have hit on that window. */
 void st_model_expert_trace(st_model *m, int on);
 /* Belady's optimum for the model's slot count on the recorded trace, into *out. 0, or -1 with
  * err (no trace recorded, not hybrid, out of memory). */

@@ -71,9 +71,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         if (buf_i32(m, &w->slots, hp->n_expert, "slot table", err, errlen)) return -1;
         if (buf_f32(m, &w->eg, A * Fe, "expert gate", err, errlen)) return -1;
         if (buf_f32(m, &w->eu, A * Fe, "expert up", err, errlen)) return -1;
-        /* with an expert cache the CPU's rows of missed experts follow the device's A rows */
-        const int64_t ed_rows = m->p.expert_slots >= 0 ? 2 * A : A;
-        if (buf_f32(m, &w->ed, ed_rows * E, "expert down", err, errlen)) return -1;
+        if (buf_f32(m, &w->ed, A * E, "expert down", err, errlen)) return -1;
         if (hp->n_ff_shexp > 0 && buf_f32(m, &w->sg, n, "shared expert gate", err, errlen)) return -1;
         int32_t *h = malloc((size_t)(A > hp->n_expert ? A : hp->n_expert) * sizeof *h);
         m->expert_counts = calloc((size_t)hp->n_layer * (size_t)hp->n_expert, sizeof *m->expert_counts);

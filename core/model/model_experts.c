@@ -4,18 +4,22 @@
  * The device holds three slot arenas (gate, up, down: [slots][rows][cols], the slot stride of
  * each the largest per-expert size of that matrix over layers, so one slot index serves every
  * layer) and a slot table [n_layer][n_expert] (-1 = not resident) that MOE_MATMUL reads. A step
- * of one MoE layer:
+ * of one MoE layer (A = n tokens x k assignments):
  *   1. the router runs on the device; its choices and the normed input `cur` come back to the
  *      host (the one sync of the layer);
- *   2. the choices go through st_expert_cache: hits have a slot, misses do not; admissions are
- *      misses this step and hits from the next;
- *   3. the device computes the hits through its table as it stands (misses have slot -1 there:
- *      MOE_MATMUL leaves their rows alone), then the admitted experts are copied from the mapped
- *      file into their slots and the table is refreshed, all ordered on the device's stream;
+ *   2. the choices go through st_expert_cache: hits have a slot, misses do not; an admission is
+ *      a miss in this step and a hit from the next;
+ *   3. the assignments are reordered hits first: one upload of the reordered expert ids, their
+ *      token rows and the row map; the device computes the hits (MOE_MATMUL through its table as
+ *      it stands, which already holds every hit) into rows 0..hits-1 of the expert rows, then
+ *      the admitted experts are copied from the mapped file into their slots and the table is
+ *      refreshed, all ordered on the device's stream after the hits that read it;
  *   4. meanwhile the CPU module computes the misses with its own MOE_MATMUL/SWIGLU on the file's
- *      tensors (read in place: the CPU device is unified), compacted to the missed assignments;
- *   5. the miss rows are uploaded behind the A = n*k hit rows and a row map [n][k] (hit: its
- *      assignment's row; miss: A + its index among the misses) lets MOE_COMBINE sum both.
+ *      tensors (read in place: the CPU device is unified);
+ *   5. one upload puts the miss rows into rows hits..A-1 and MOE_COMBINE sums each token's k
+ *      rows through the row map, in the router's order (j ascending), as without a cache.
+ * The expert rows, activations and router buffers are the model's usual work buffers; besides
+ * the slots and the table, the cache adds only 3 x A int32 of indices on the device.
  * Host buffers given to asynchronous copies are rewritten only after the next layer's sync. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +40,13 @@ struct st_model_hx {
     uint64_t stride[3];     /* slot stride of gate, up, down */
     void *arena[3];         /* device: [n_slots][rows][cols] each (NULL with 0 slots) */
     int32_t *table_dev;     /* device: [n_layer][n_expert] slot or -1 */
-    int32_t *row_of_dev;    /* device: [n_batch][k] row of MOE_COMBINE */
+    int32_t *idx_dev;       /* device: [3][A] hits-first expert ids, their token rows, row map */
     /* host staging; pinned through the device's host_alloc when it has one */
     void *pinned;           /* the one pinned block, or NULL (malloc'd pieces then) */
     int32_t *ids;           /* [A] router choices of this layer */
     float *cur;             /* [n_batch][E] normed input of this layer */
     float *miss_out;        /* [A][E] CPU rows, uploaded behind the hit rows */
-    int32_t *row_of;        /* [A] */
+    int32_t *idx;           /* [3][A] mirror of idx_dev */
     int32_t *table;         /* [n_layer][n_expert] mirror uploaded when the cache changed */
     /* host only */
     int32_t *slot_of;       /* [A] */
@@ -165,12 +169,12 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     for (int i = 0; i < 3 && h->n_slots > 0; i++)
         if (st_model_alloc(m, h->stride[i] * (uint64_t)h->n_slots, &h->arena[i], what[i], err, errlen)) return -1;
     if (st_model_alloc(m, (uint64_t)(L * X) * 4u, (void **)&h->table_dev, "expert slot table", err, errlen) ||
-        st_model_alloc(m, (uint64_t)A * 4u, (void **)&h->row_of_dev, "expert row map", err, errlen))
+        st_model_alloc(m, (uint64_t)A * 12u, (void **)&h->idx_dev, "expert indices", err, errlen))
         return -1;
 
     /* host staging for copies: one block, pinned when the device offers it */
     const uint64_t sz_ids = (uint64_t)A * 4u, sz_cur = (uint64_t)(N * E) * 4u, sz_out = (uint64_t)(A * E) * 4u;
-    const uint64_t sz_row = (uint64_t)A * 4u, sz_tab = (uint64_t)(L * X) * 4u;
+    const uint64_t sz_row = (uint64_t)A * 12u, sz_tab = (uint64_t)(L * X) * 4u;
 #define RND(x) (((x) + 255u) / 256u * 256u)
     const uint64_t total_b = RND(sz_ids) + RND(sz_cur) + RND(sz_out) + RND(sz_row) + RND(sz_tab);
     char *blk = NULL;
@@ -190,7 +194,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     blk += RND(sz_cur);
     h->miss_out = (float *)blk;
     blk += RND(sz_out);
-    h->row_of = (int32_t *)blk;
+    h->idx = (int32_t *)blk;
     blk += RND(sz_row);
     h->table = (int32_t *)blk;
 #undef RND
@@ -269,7 +273,11 @@ void st_model_experts_step(st_model *m, int64_t n) {
     h->tokens += (uint64_t)n;
 }
 
+/* At most this many accesses are recorded (16 MiB of trace); later ones are not. */
+#define ST_TRACE_MAX (1 << 20)
+
 static int trace_add(st_model_hx *h, int32_t layer, const int32_t *ids, int64_t n) {
+    if (h->tr_n + n > ST_TRACE_MAX) return 0;
     if (h->tr_n + n > h->tr_cap) {
         int64_t cap = h->tr_cap ? h->tr_cap : 4096;
         while (cap < h->tr_n + n) cap *= 2;
@@ -334,35 +342,53 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         snprintf(err, errlen, "%srouting experts: an expert id out of range", layer_txt);
         return -1;
     }
-    h->n_hit = 0;
-    for (int64_t a = 0; a < A; a++) h->n_hit += h->slot_of[a] >= 0;
-    h->n_miss = A - h->n_hit;
-    if (h->n_hit > 0) {
-        /* hits through the table as it stands: this step's admissions are still -1 there */
+    /* hits first: p_expert/p_xrow in the new order, row_of[a] = a's place in it */
+    int32_t *p_expert = h->idx, *p_xrow = h->idx + A, *row_of = h->idx + 2 * A;
+    int64_t nh = 0;
+    for (int64_t a = 0; a < A; a++)
+        if (h->slot_of[a] >= 0) {
+            p_expert[nh] = h->ids[a];
+            p_xrow[nh] = (int32_t)(a / k);
+            row_of[a] = (int32_t)nh++;
+        }
+    h->n_hit = nh;
+    h->n_miss = 0;
+    for (int64_t a = 0; a < A; a++)
+        if (h->slot_of[a] < 0) {
+            h->miss_expert[h->n_miss] = h->ids[a];
+            h->miss_xrow[h->n_miss] = (int32_t)(a / k);
+            p_expert[nh + h->n_miss] = h->ids[a];
+            p_xrow[nh + h->n_miss] = (int32_t)(a / k);
+            row_of[a] = (int32_t)(nh + h->n_miss++);
+        }
+    /* the three arrays in one copy (laid out A apart on both sides) */
+    OPCHK(api->copy_h2d(m->stream, h->idx_dev, h->idx, (uint64_t)A * 12u), "uploading expert indices");
+    if (nh > 0) {
+        /* the hits, through the table as it stands (it holds every hit; admissions come after) */
         st_moe_matmul_args g;
         memset(&g, 0, sizeof g);
         g.size = sizeof g;
-        g.n_assign = (int32_t)A;
+        g.n_assign = (int32_t)nh;
         g.w = slot_view(m, il, 0);
         g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
-        g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+        g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
         g.slot_table = h->table_dev + (size_t)il * (size_t)m->hp.n_expert;
-        g.expert = w->rids;
-        g.x_row = w->xrow;
+        g.expert = h->idx_dev;
+        g.x_row = h->idx_dev + A;
         OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, cached)");
         g.w = slot_view(m, il, 1);
-        g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+        g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, nh);
         OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, cached)");
         st_swiglu_args s;
         memset(&s, 0, sizeof s);
         s.size = sizeof s;
-        s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
-        s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+        s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
+        s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, nh);
         s.out = s.gate;
         OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, cached)");
         g.w = slot_view(m, il, 2);
-        g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
-        g.out = st_model_view2(w->ed, ST_TYPE_F32, E, A);
+        g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
+        g.out = st_model_view2(w->ed, ST_TYPE_F32, E, nh);
         g.x_row = w->ident;
         OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, cached)");
     }
@@ -378,17 +404,7 @@ int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_
     const st_backend_api *api = m->p.cpu_api;
     const st_backend_ops *ops = api->ops;
     const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
-    int64_t nm = 0;
-    for (int64_t a = 0; a < A; a++) {
-        if (h->slot_of[a] >= 0) {
-            h->row_of[a] = (int32_t)a;
-            continue;
-        }
-        h->miss_expert[nm] = h->ids[a];
-        h->miss_xrow[nm] = (int32_t)(a / k);
-        h->row_of[a] = (int32_t)(A + nm);
-        nm++;
-    }
+    const int64_t nm = h->n_miss;
     if (nm > 0) {
         const st_layer_desc *Ld = &m->desc->layers[il];
         uint64_t t0 = st_now_ns();
@@ -424,16 +440,31 @@ int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_
         OPCHK(api->stream_sync(h->cpu_stream), "CPU experts");
         h->cpu_s += (double)(st_now_ns() - t0) / 1e9;
         h->cpu_assign += (uint64_t)nm;
-    }
-    api = m->api;
-    if (nm > 0)
-        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)(A * E), h->miss_out, (uint64_t)(nm * E) * 4u),
+        api = m->api;
+        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)(h->n_hit * E), h->miss_out, (uint64_t)(nm * E) * 4u),
               "uploading CPU expert rows");
-    OPCHK(api->copy_h2d(m->stream, h->row_of_dev, h->row_of, (uint64_t)A * 4u), "uploading the expert row map");
+    }
     *rows = m->w.ed;
-    *n_rows = A + nm;
-    *row_of = h->row_of_dev;
+    *n_rows = A;
+    *row_of = h->idx_dev + 2 * A;
     return 0;
+}
+
+uint64_t st_model_expert_slot_bytes(const st_model_desc *d) {
+    uint64_t st[3] = {0, 0, 0};
+    for (int l = 0; l < d->hp.n_layer; l++) {
+        if (!d->layers[l].is_moe) continue;
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = (slice_bytes(d->layers[l].t[k_roles[i]]) + 255u) / 256u * 256u;
+            if (b > st[i]) st[i] = b;
+        }
+    }
+    return st[0] + st[1] + st[2];
+}
+
+uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch) {
+    const uint64_t A = (uint64_t)n_batch * (uint64_t)hp->n_expert_used;
+    return (A * 12u + 255u) / 256u * 256u;
 }
 
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {

@@ -51,7 +51,9 @@ size_t st_plan_format(const st_plan *p, char *buf, size_t len) {
             put(&o, "  %-16s %12.1f  %s\n", "(unused)", MIB(d->capacity - d->planned),
                 d->expert_slots_max == 0 ? "left over: no experts to cache here"
                 : d->expert_slots == d->expert_slots_max ? "left over: every expert is already resident"
-                                                         : "left over: less than one expert slot");
+                : d->capacity - d->planned >= p->bytes_expert_slot && p->bytes_expert_slot
+                    ? "left over: --expert-cache asked for fewer slots"
+                    : "left over: less than one expert slot");
         put(&o, "  %-16s %12.1f  %s\n", "total", MIB(d->planned),
             d->planned > d->capacity ? "OVER the usable memory" : "of the usable memory");
     }

@@ -1,0 +1,378 @@
+/* The memory plan before loading, the expert placement it implies, and expert statistics. */
+#include "engine/engine_offload.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experts/expert_cache.h"
+#include "kv/kv.h"
+
+#define MIB(b) ((double)(b) / 1048576.0)
+
+void st_offload_opts_init(st_offload_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->expert_cache = -1;
+    o->policy = ST_EXPERT_LFRU;
+}
+
+static int match(int argc, char **argv, int *i, const char *name, const char **val) {
+    const char *a = argv[*i];
+    size_t ln = strlen(name);
+    if (strncmp(a, name, ln)) return 0;
+    if (a[ln] == '=') {
+        *val = a + ln + 1;
+        return 1;
+    }
+    if (a[ln]) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+static int bad(const char *cmd, const char *name, const char *v, const char *want) {
+    fprintf(stderr, "strata %s: bad value '%s' for %s (%s)\n", cmd, v ? v : "", name, want);
+    return -1;
+}
+
+static int parse_long(const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+int st_offload_opt(const char *cmd, int argc, char **argv, int *i, st_offload_opts *o) {
+    const char *v = NULL;
+    int r;
+    long n;
+    if ((r = match(argc, argv, i, "--vram-budget", &v))) {
+        if (r < 0 || st_plan_parse_size(v, &o->vram_budget) || o->vram_budget == 0)
+            return bad(cmd, "--vram-budget", v, "a size like 4GiB");
+    } else if ((r = match(argc, argv, i, "--vram-reserve-mib", &v))) {
+        if (r < 0 || parse_long(v, 0, 1L << 30, &n)) return bad(cmd, "--vram-reserve-mib", v, "MiB, 0 or more");
+        o->reserve = (uint64_t)n << 20;
+    } else if ((r = match(argc, argv, i, "--expert-cache", &v))) {
+        if (r < 0) return bad(cmd, "--expert-cache", v, "auto, a number of slots or a size");
+        o->expert_cache_bytes = 0;
+        if (!strcmp(v, "auto")) o->expert_cache = -1;
+        else if (parse_long(v, 0, 1L << 40, &n) == 0) o->expert_cache = n;
+        else if (st_plan_parse_size(v, &o->expert_cache_bytes) == 0) o->expert_cache = -1;
+        else return bad(cmd, "--expert-cache", v, "auto, a number of slots or a size like 2GiB");
+    } else if ((r = match(argc, argv, i, "--expert-policy", &v))) {
+        int p = r < 0 ? -1 : st_expert_policy_from_name(v);
+        if (p < 0) return bad(cmd, "--expert-policy", v, "lfru, lru or profile");
+        o->policy = p;
+    } else if ((r = match(argc, argv, i, "--expert-profile", &v))) {
+        if (r < 0) return bad(cmd, "--expert-profile", v, "a file written by `strata profile-experts`");
+        o->profile = v;
+    } else if ((r = match(argc, argv, i, "--cpu-threads", &v))) {
+        if (r < 0 || parse_long(v, 0, 4096, &n)) return bad(cmd, "--cpu-threads", v, "0..4096");
+        o->cpu_threads = (int32_t)n;
+    } else {
+        return 0;
+    }
+    o->given = 1;
+    return 1;
+}
+
+void st_offload_opts_help(FILE *f) {
+    fprintf(f,
+            "  --vram-budget SIZE     plan as if the device had at most SIZE (e.g. 8GiB)\n"
+            "  --vram-reserve-mib N   keep N MiB of the device free\n"
+            "  --expert-cache X       auto (what the plan leaves), N slots, or a size; experts that do not\n"
+            "                         fit stay in the file and their misses run on the CPU module\n"
+            "  --expert-policy P      lfru (default), lru, or profile (fixed, from --expert-profile)\n"
+            "  --expert-profile FILE  ranked experts (`strata profile-experts`) that fill the cache first\n"
+            "  --cpu-threads N        threads of the CPU module computing expert misses\n");
+}
+
+static void log_block(FILE *log, const char *text) {
+    if (log && text) fputs(text, log);
+}
+
+/* The first CPU device of the registry. */
+static const st_backend_device *cpu_device(st_backend_registry *reg) {
+    for (uint32_t i = 0; reg && i < st_backend_registry_n_devices(reg); i++) {
+        const st_backend_device *d = st_backend_registry_device(reg, i);
+        if (!strcmp(d->props->vendor, "cpu") && (d->props->caps & ST_CAP_UNIFIED)) return d;
+    }
+    return NULL;
+}
+
+int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_backend_registry *reg,
+                       const st_backend_device *pick, st_device *dev, st_model_params *mp, FILE *log,
+                       st_offload *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    out->expert_slots = -1;
+    const st_backend_api *api = pick->module->api;
+    const int unified = (pick->props->caps & ST_CAP_UNIFIED) && !mp->no_in_place;
+    if (unified && !o->given) return 0; /* weights are read in place: nothing to plan on the device */
+    st_plan_device_in in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "%.8s%u (%.40s)", api->name, pick->index, pick->props->name);
+    snprintf(out->device, sizeof out->device, "%s", in.name);
+    in.mem_total = pick->props->mem_total;
+    in.mem_free = pick->props->mem_free;
+    in.unified = unified;
+    /* the runtime's own overhead: free memory at probe time against now (the device is open) */
+    uint64_t fr = 0, tot = 0;
+    if (api->mem_info(dev, &fr, &tot) == ST_OK && fr < in.mem_free) in.runtime_overhead = in.mem_free - fr;
+    in.vram_budget = o->vram_budget;
+    st_plan_request r;
+    st_plan_request_default(&r);
+    r.n_slots = mp->n_seq > 0 ? mp->n_seq : 1;
+    r.n_ctx = mp->n_ctx;
+    r.kv_type = mp->kv_type;
+    r.n_batch = mp->n_batch > 0 ? mp->n_batch : 512;
+    r.topk_max = mp->topk_max;
+    r.reserve = o->reserve;
+    r.expert_cache = o->expert_cache;
+    if (o->expert_cache_bytes && d->bytes_expert_slice)
+        r.expert_cache = (int64_t)(o->expert_cache_bytes / d->bytes_expert_slice);
+    out->plan = st_plan_build(d, &in, 1, &r, err, errlen);
+    if (!out->plan) return -1;
+    const st_plan *p = out->plan;
+    size_t cap = 1 << 16;
+    char *text = malloc(cap);
+    if (text) {
+        st_plan_format(p, text, cap);
+        log_block(log, text);
+        free(text);
+    }
+    if (!p->ok) {
+        snprintf(err, errlen, "the memory plan refuses this configuration: %s", p->refusal);
+        return -1;
+    }
+    if (p->n_slots != r.n_slots || (r.n_ctx > 0 && p->n_ctx != r.n_ctx)) {
+        snprintf(err, errlen, "the memory plan fits only %d slot(s) x %d positions (asked %d x %d): use a smaller "
+                 "--ctx or --parallel, or a larger --vram-budget", p->n_slots, p->n_ctx, r.n_slots, r.n_ctx);
+        return -1;
+    }
+    const st_plan_device *pd = &p->dev[0];
+    if (pd->expert_slots_max == 0 || pd->expert_slots >= pd->expert_slots_max || unified) return 0;
+    /* an expert cache: the model's slots are strided per matrix, and its index arrays for the
+     * hits-first order are device memory too; both come out of the plan's expert_cache consumer
+     * (with no room for one slot, the indices, 12 bytes per token and expert, are the only
+     * device allocation outside the plan) */
+    const st_plan_consumer *ec = st_plan_find(p, 0, "expert_cache");
+    uint64_t budget = ec ? ec->bytes : 0, io = st_model_expert_io_bytes(&d->hp, p->n_tok_step);
+    uint64_t slot = st_model_expert_slot_bytes(d);
+    int64_t slots = budget > io && slot ? (int64_t)((budget - io) / slot) : 0;
+    if (slots > pd->expert_slots) slots = pd->expert_slots;
+    const st_backend_device *cd = cpu_device(reg);
+    if (!cd) {
+        snprintf(err, errlen, "the plan caches %lld of %lld experts on %s but no CPU module is loaded to compute "
+                 "the misses (see `strata backends`)", (long long)pd->expert_slots,
+                 (long long)pd->expert_slots_max, in.name);
+        return -1;
+    }
+    if (cd->module->api->device_open(cd->index, &out->cpu_dev) != ST_OK) {
+        snprintf(err, errlen, "opening the CPU module for expert misses: %s", cd->module->api->last_error());
+        out->cpu_dev = NULL;
+        return -1;
+    }
+    out->cpu_api = cd->module->api;
+    out->cpu_index = cd->index;
+    if (o->profile) {
+        out->profile = st_expert_profile_read(o->profile, err, errlen);
+        if (!out->profile ||
+            st_expert_profile_check(out->profile, d->hp.n_layer, d->hp.n_expert, err, errlen))
+            return -1;
+    } else if (o->policy == ST_EXPERT_PROFILE) {
+        snprintf(err, errlen, "--expert-policy profile keeps the cache fixed to a profile: give --expert-profile");
+        return -1;
+    }
+    out->expert_slots = slots;
+    mp->expert_slots = slots;
+    mp->expert_policy = o->policy;
+    mp->expert_profile = out->profile;
+    mp->cpu_api = out->cpu_api;
+    mp->cpu_dev = out->cpu_dev;
+    mp->cpu_index = out->cpu_index;
+    if (log)
+        fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s); misses on %s (%s)\n", (long long)slots,
+                (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
+                cd->module->api->name, cd->props->name);
+    return 0;
+}
+
+void st_offload_release(st_offload *o) {
+    if (o->cpu_dev) o->cpu_api->device_close(o->cpu_dev);
+    st_expert_profile_free(o->profile);
+    st_plan_free(o->plan);
+    memset(o, 0, sizeof *o);
+    o->expert_slots = -1;
+}
+
+static int is_default_candidate(const st_backend_device *d) {
+    return strcmp(d->props->vendor, "cpu") && strcmp(d->props->vendor, "sim");
+}
+
+/* The device per --backend/--device, as the model commands choose it. */
+static const st_backend_device *choose(const char *cmd, st_backend_registry *reg, const char *backend,
+                                       const char *device) {
+    const uint32_t n = st_backend_registry_n_devices(reg);
+    const char *want = backend;
+    long idx = -1;
+    char name[64];
+    if (device) {
+        const char *colon = strchr(device, ':');
+        const char *num = device;
+        if (colon) {
+            size_t l = (size_t)(colon - device) < sizeof name - 1 ? (size_t)(colon - device) : sizeof name - 1;
+            memcpy(name, device, l);
+            name[l] = 0;
+            want = name;
+            num = colon + 1;
+        }
+        if (parse_long(num, 0, 1 << 20, &idx)) {
+            fprintf(stderr, "strata %s: bad --device '%s'\n", cmd, device);
+            return NULL;
+        }
+    }
+    const st_backend_device *pick = NULL;
+    if (want) {
+        for (uint32_t i = 0; i < n && !pick; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (strcmp(d->module->backend, want) && strcmp(d->module->api->name, want)) continue;
+            if (idx >= 0 && d->index != (uint32_t)idx) continue;
+            pick = d;
+        }
+    } else if (idx >= 0) {
+        pick = (uint32_t)idx < n ? st_backend_registry_device(reg, (uint32_t)idx) : NULL;
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (is_default_candidate(d) && (!pick || d->props->mem_total > pick->props->mem_total)) pick = d;
+        }
+        for (uint32_t i = 0; i < n && !pick; i++) {
+            const st_backend_device *d = st_backend_registry_device(reg, i);
+            if (!strcmp(d->props->vendor, "cpu")) pick = d;
+        }
+    }
+    if (!pick)
+        fprintf(stderr, "strata %s: no usable device%s%s (see `strata backends`)\n", cmd, want ? " of backend " : "",
+                want ? want : "");
+    return pick;
+}
+
+int st_offload_open(const char *cmd, const char *model, const char *backend, const char *device, long threads,
+                    const st_offload_opts *o, st_model_params *mp, int want_tok, st_offload_session *s) {
+    char err[2048];
+    memset(s, 0, sizeof *s);
+    s->off.expert_slots = -1;
+    if (!model) {
+        fprintf(stderr, "strata %s: no model given (-m F.gguf)\n", cmd);
+        return -1;
+    }
+    s->g = st_gguf_open(model, err, sizeof err);
+    if (!s->g) {
+        fprintf(stderr, "strata %s: %s\n", cmd, err);
+        return -1;
+    }
+    if (want_tok && !(s->tok = st_tokenizer_from_gguf(s->g, err, sizeof err))) {
+        fprintf(stderr, "strata %s: tokenizer of %s: %s\n", cmd, model, err);
+        goto fail;
+    }
+    if (!(s->d = st_arch_describe(s->g, err, sizeof err))) {
+        fprintf(stderr, "strata %s: %s: %s\n", cmd, model, err);
+        goto fail;
+    }
+    /* modules copy the thread count when the registry loads them: the CPU module computing
+     * misses gets --cpu-threads, else --threads */
+    if (o->cpu_threads > 0) st_backend_set_threads((unsigned)o->cpu_threads);
+    else if (threads > 0) st_backend_set_threads((unsigned)threads);
+    s->reg = st_backend_registry_open(NULL);
+    if (!s->reg) {
+        fprintf(stderr, "strata %s: out of memory opening the backend registry\n", cmd);
+        goto fail;
+    }
+    const st_backend_device *pick = choose(cmd, s->reg, backend, device);
+    if (!pick) goto fail;
+    s->api = pick->module->api;
+    s->index = pick->index;
+    s->mem_bw_gbs = pick->props->mem_bw_gbs;
+    snprintf(s->device_text, sizeof s->device_text, "%s device %u: %s", pick->module->backend, pick->index,
+             pick->props->name);
+    if (s->api->device_open(s->index, &s->dev) != ST_OK) {
+        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, s->api->last_error());
+        s->dev = NULL;
+        goto fail;
+    }
+    if (st_offload_prepare(o, s->d, s->reg, pick, s->dev, mp, stderr, &s->off, err, sizeof err)) {
+        fprintf(stderr, "strata %s: %s\n", cmd, err);
+        goto fail;
+    }
+    s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    if (!s->m) {
+        fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, model, s->device_text, err);
+        goto fail;
+    }
+    return 0;
+fail:
+    st_offload_close(s);
+    return -1;
+}
+
+void st_offload_close(st_offload_session *s) {
+    st_model_free(s->m);
+    st_offload_release(&s->off);
+    if (s->dev) s->api->device_close(s->dev);
+    if (s->reg) st_backend_registry_close(s->reg);
+    st_tokenizer_free(s->tok);
+    st_model_desc_free(s->d);
+    st_gguf_close(s->g);
+    memset(s, 0, sizeof *s);
+}
+
+size_t st_offload_format_json(st_model *m, char *buf, size_t len) {
+    st_model_expert_info in;
+    if (len) buf[0] = 0;
+    if (st_model_expert_info_get(m, &in)) return 0;
+    char e[256];
+    st_expert_stats bel;
+    double bhr = -1;
+    if (st_model_expert_belady(m, &bel, e, sizeof e) == 0) bhr = st_expert_stats_hit_rate(&bel);
+    const double tok = in.tokens ? (double)in.tokens : 1.0;
+    int w = snprintf(buf, len,
+                     ",\"experts\":{\"slots\":%lld,\"experts_total\":%lld,\"slot_bytes\":%llu,\"policy\":\"%s\","
+                     "\"hits\":%llu,\"misses\":%llu,\"inserts\":%llu,\"evictions\":%llu,\"hit_rate\":%.4f,"
+                     "\"belady_hit_rate\":%.4f,\"bytes\":{\"device\":%llu,\"host\":%llu,\"upload\":%llu},"
+                     "\"tokens\":%llu,\"cpu_assignments\":%llu,\"cpu_ms_per_token\":%.4f,"
+                     "\"route_sync_ms_per_token\":%.4f}",
+                     (long long)in.slots, (long long)in.experts_total, (unsigned long long)in.slot_bytes,
+                     st_expert_policy_name(st_model_params_of(m)->expert_policy), (unsigned long long)in.stats.hits,
+                     (unsigned long long)in.stats.misses, (unsigned long long)in.stats.inserts,
+                     (unsigned long long)in.stats.evictions, st_expert_stats_hit_rate(&in.stats), bhr,
+                     (unsigned long long)in.stats.bytes_device, (unsigned long long)in.stats.bytes_host,
+                     (unsigned long long)in.stats.bytes_upload, (unsigned long long)in.tokens,
+                     (unsigned long long)in.cpu_assign, in.cpu_s * 1e3 / tok, in.route_s * 1e3 / tok);
+    if (w < 0) return 0;
+    return (size_t)w < len ? (size_t)w : (len ? len - 1 : 0);
+}
+
+size_t st_offload_format_metrics(const st_offload *o, st_model *m, char *buf, size_t len) {
+    size_t n = 0;
+    if (len) buf[0] = 0;
+    if (o && o->plan) n += st_plan_format_metrics(o->plan, buf, len);
+    const st_expert_cache *c = m ? st_model_expert_cache(m) : NULL;
+    if (c && n + 1 < len) {
+        char e[256];
+        st_expert_stats bel;
+        double bhr = -1;
+        if (st_model_expert_belady(m, &bel, e, sizeof e) == 0) bhr = st_expert_stats_hit_rate(&bel);
+        n += st_expert_cache_format_metrics(c, o && o->device[0] ? o->device : "0", bhr, buf + n, len - n);
+        st_model_expert_info in;
+        st_model_expert_info_get(m, &in);
+        int w = snprintf(buf + n, len - n,
+                         "# TYPE strata_expert_cpu_seconds_total counter\nstrata_expert_cpu_seconds_total %.6f\n"
+                         "# TYPE strata_expert_cpu_assignments_total counter\n"
+                         "strata_expert_cpu_assignments_total %llu\n",
+                         in.cpu_s, (unsigned long long)in.cpu_assign);
+        if (w > 0) n += (size_t)w < len - n ? (size_t)w : len - n - 1;
+    }
+    return n;
+}
