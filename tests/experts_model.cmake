@@ -8,3 +8,8 @@ if(TARGET st_model AND TARGET strata-sim AND TARGET strata-cpu-avx2)
   set_tests_properties(experts.hybrid PROPERTIES SKIP_RETURN_CODE 77
                        ENVIRONMENT "STRATA_LOG=error;STRATA_SIM=devices=1,mem=256MiB")
 endif()
+
+# the same through the commands (run, bench, profile-experts); runs the binary directly
+if(TARGET strata AND TARGET strata-sim AND TARGET strata-cpu-avx2 AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME experts.cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_cli_hybrid.sh $<TARGET_FILE:strata>)
+endif()
