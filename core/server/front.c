@@ -298,8 +298,13 @@ static void *reader_main(void *arg) {
                              m->msg);
                     req_unref(r);
                 }
-            } else if (type == ST_MSG_STATS && len == sizeof(st_msg_stats)) {
+            } else if (type == ST_MSG_STATS && len >= sizeof(st_msg_stats)) {
+                /* text after the record: the engine's plan and expert lines for /metrics */
+                char *text = len > sizeof(st_msg_stats) ? strndup((char *)p + sizeof(st_msg_stats),
+                                                                  len - sizeof(st_msg_stats)) : NULL;
                 pthread_mutex_lock(&f->mu);
+                free(f->stats_text);
+                f->stats_text = text;
                 f->stats = *(st_msg_stats *)p;
                 f->stats_seq++;
                 pthread_cond_broadcast(&f->cv);
@@ -545,6 +550,8 @@ int st_serve_run(const st_serve_config *c) {
     pthread_join(reader, NULL);
     if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
+    free(f->stats_text);
+    f->stats_text = NULL;
     st_gguf_close(f->gguf);
     pthread_mutex_destroy(&f->mu);
     pthread_mutex_destroy(&f->send_mu);

@@ -55,6 +55,7 @@ typedef struct st_front {
     uint64_t last_frame_ns; /* when the engine last said anything */
     st_msg_stats stats;
     uint64_t stats_seq;
+    char *stats_text;   /* Prometheus lines the engine sent after its last stats (plan, experts), or NULL */
     char log_ring[ST_LOG_RING][256];
     int log_head;
     int stopping;

@@ -462,7 +462,17 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
                               "strata_engine_decode_step_seconds_count{rows=\"%s\"} %llu\n",
                               rows, s.engine.decode_step_s[k], rows, (unsigned long long)s.engine.decode_steps[k]);
     }
-    return send_text(c, 200, "text/plain; version=0.0.4", body, NULL);
+    /* the engine's memory plan and expert cache lines, as it sent them */
+    pthread_mutex_lock(&f->mu);
+    char *full = f->stats_text ? malloc(strlen(body) + strlen(f->stats_text) + 1) : NULL;
+    if (full) {
+        strcpy(full, body);
+        strcat(full, f->stats_text);
+    }
+    pthread_mutex_unlock(&f->mu);
+    enum MHD_Result ok = send_text(c, 200, "text/plain; version=0.0.4", full ? full : body, NULL);
+    free(full);
+    return ok;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
