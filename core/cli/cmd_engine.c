@@ -13,6 +13,7 @@
 #include "backend/backend_registry.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "engine/engine_offload.h"
 #include "engine/watchdog.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -59,6 +60,9 @@ static void describe_devices(void *user, int fd) {
     dprintf(fd, "\n");
 }
 
+/* The memory plan and expert cache of the model, for the statistics' Prometheus lines. */
+static st_offload g_off;
+
 /* Serve one message from the front; returns -1 when the front is gone. */
 static int handle(int fd, st_engine *e, st_model *m) {
     uint32_t type;
@@ -87,7 +91,10 @@ static int handle(int fd, st_engine *e, st_model *m) {
         st_kv *kv = st_model_kv(m);
         st.kv_cells_free = st_kv_cells_free(kv);
         st.kv_cells_total = st_kv_params_of(kv)->n_cells;
-        st_msg_send(fd, ST_MSG_STATS, &st, sizeof st, NULL, 0);
+        /* the plan's table and the expert cache's statistics follow as Prometheus text */
+        static char text[1 << 17];
+        size_t tl = st_offload_format_metrics(&g_off, m, text, sizeof text);
+        st_msg_send(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
     }
     free(p);
     return 0;
@@ -97,9 +104,14 @@ int st_cmd_engine(int argc, char **argv) {
     int fd = -1, parallel = 4, ctx = 0, threads = 0, device = -1, queue = 64;
     double stall = 60;
     const char *model = NULL, *dir = "/tmp", *backend = NULL, *kv_type = "f16";
+    st_offload_opts oo;
+    st_offload_opts_init(&oo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
+        int ko = st_offload_opt("engine", argc, argv, &i, &oo);
+        if (ko < 0) return 2;
+        if (ko) continue;
         if (!strcmp(a, "--fd") && more) fd = atoi(argv[++i]);
         else if (!strcmp(a, "-m") && more) model = argv[++i];
         else if (!strcmp(a, "--parallel") && more) parallel = atoi(argv[++i]);
@@ -125,7 +137,8 @@ int st_cmd_engine(int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);     /* never outlive the front, even inside a hung step */
     st_crash_install(dir);
     st_crash_set_stage("loading %s", model);
-    if (threads > 0) st_backend_set_threads((unsigned)threads);
+    if (oo.cpu_threads > 0) st_backend_set_threads((unsigned)oo.cpu_threads);
+    else if (threads > 0) st_backend_set_threads((unsigned)threads);
     st_backend_registry *reg = st_backend_registry_open(NULL);
     const st_backend_device *pick = NULL;
     for (uint32_t i = 0; reg && i < st_backend_registry_n_devices(reg); i++) {
@@ -165,6 +178,11 @@ int st_cmd_engine(int argc, char **argv) {
         return 1;
     }
     mp.kv_type = (uint32_t)kt;
+    /* the memory plan before the first allocation: its table goes to the log */
+    if (st_offload_prepare(&oo, desc, reg, pick, di.dev, &mp, stderr, &g_off, err, sizeof err)) {
+        elog("%s", err);
+        return 1;
+    }
     st_model *m = st_model_load(desc, di.api, di.dev, pick->index, &mp, err, sizeof err);
     if (!m) {
         elog("%s", err);
@@ -217,6 +235,7 @@ int st_cmd_engine(int argc, char **argv) {
     st_watchdog_stop(wd);
     st_engine_free(e);
     st_model_free(m);
+    st_offload_release(&g_off);
     di.api->device_close(di.dev);
     st_tokenizer_free(tok);
     st_model_desc_free(desc);

@@ -15,6 +15,8 @@ static int usage(FILE *f) {
             "                    [--restart-delay S] [--threads N] [--backend NAME] [--device N]\n"
             "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
             "                    [--report-dir DIR] [--config FILE.json]\n"
+            "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
+            "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
             "docs/server.md describes every option and the JSON config file.\n");
     return f == stdout ? 0 : 2;
@@ -73,7 +75,9 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
         c->queue_max = (int)x;
     } else {
         /* passed through to the engine; given again, the last one counts */
-        static const char *const pass[] = {"--threads", "--backend", "--device", "--kv-type", NULL};
+        static const char *const pass[] = {"--threads", "--backend", "--device", "--kv-type", "--vram-budget",
+                                           "--vram-reserve-mib", "--expert-cache", "--expert-policy",
+                                           "--expert-profile", "--cpu-threads", NULL};
         int i = 0;
         while (pass[i] && strcmp(pass[i] + 2, k)) i++;
         if (!pass[i]) return 1;

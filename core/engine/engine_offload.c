@@ -364,7 +364,8 @@ size_t st_offload_format_metrics(const st_offload *o, st_model *m, char *buf, si
         st_expert_stats bel;
         double bhr = -1;
         if (st_model_expert_belady(m, &bel, e, sizeof e) == 0) bhr = st_expert_stats_hit_rate(&bel);
-        n += st_expert_cache_format_metrics(c, o && o->device[0] ? o->device : "0", bhr, buf + n, len - n);
+        /* device "0": the plan's label of the (only) device */
+        n += st_expert_cache_format_metrics(c, "0", bhr, buf + n, len - n);
         st_model_expert_info in;
         st_model_expert_info_get(m, &in);
         int w = snprintf(buf + n, len - n,
