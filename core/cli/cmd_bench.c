@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
+#include "plan/plan.h"
 #include "kv/kv.h"
 #include "platform/platform.h"
 #include "quant/quant.h"
@@ -317,12 +318,26 @@ int st_cmd_bench(int argc, char **argv) {
                    ex_dec.cpu_s * 1e3 / dt, ex_dec.route_s * 1e3 / dt, (double)ex_dec.cpu_assign / dt);
         }
         if (os.off.plan) {
+            /* the plan, and what a peer keeping some layers' experts on the CPU would place:
+             * non-expert weights, the experts of one MoE layer, the other buffers */
             const st_plan_device *pd = &os.off.plan->dev[0];
-            printf(",\"plan\":{\"device\":\"%s\",\"capacity\":%llu,\"planned\":%llu,\"vram_budget\":%llu,"
-                   "\"expert_slots\":%lld,\"expert_slots_max\":%lld}",
+            uint64_t wb = 0, other = 0;
+            for (int32_t c = 0; c < pd->n_consumers; c++) {
+                const st_plan_consumer *pc = &pd->c[c];
+                if (pc->kind == ST_PLAN_WEIGHTS) wb += pc->bytes;
+                else if (pc->kind != ST_PLAN_EXPERT_CACHE && st_plan_kind_allocated(pc->kind)) other += pc->bytes;
+            }
+            int moe_layers = 0;
+            for (int l = 0; l < d->hp.n_layer; l++) moe_layers += d->layers[l].is_moe;
+            printf(",\"plan\":{\"device\":\"%s\",\"capacity\":%llu,\"planned\":%llu,\"allocated\":%llu,"
+                   "\"vram_budget\":%llu,\"expert_slots\":%lld,\"expert_slots_max\":%lld,"
+                   "\"nonexpert_weight_bytes\":%llu,\"other_buffer_bytes\":%llu,\"moe_layers\":%d,"
+                   "\"expert_bytes_per_layer\":%llu}",
                    os.off.device, (unsigned long long)pd->capacity, (unsigned long long)pd->planned,
-                   (unsigned long long)pd->in.vram_budget, (long long)os.off.expert_slots,
-                   (long long)pd->expert_slots_max);
+                   (unsigned long long)pd->allocated, (unsigned long long)pd->in.vram_budget,
+                   (long long)os.off.expert_slots, (long long)pd->expert_slots_max, (unsigned long long)wb,
+                   (unsigned long long)other, moe_layers,
+                   (unsigned long long)(moe_layers ? d->bytes_experts / (uint64_t)moe_layers : 0));
         }
         printf("}\n");
     } else {
