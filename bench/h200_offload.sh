@@ -90,7 +90,7 @@ fi
   echo "Prompt $np tokens, $ng decoded, best of $reps; $threads CPU threads each. GPU memory in MiB (peak of"
   echo "nvidia-smi during the run, the idle $idle MiB included; '-' when not measured)."
   echo
-  echo "| budget | sequences | Strata decode tok/s | llama.cpp decode tok/s | ratio | N | Strata VRAM planned / peak | llama.cpp VRAM estimated / peak | hit rate (Belady) | CPU ms/token |"
+  echo "| budget | sequences | Strata decode tok/s | llama.cpp decode tok/s | ratio | N | Strata VRAM planned / peak | llama.cpp VRAM estimated / peak | hit rate: run (Belady) / decode | CPU ms per decoded token |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
 } >>"$out"
 
@@ -122,12 +122,13 @@ for b in $budgets; do
     ld=$(j "$lj" decode_tok_s)
     # the decode part of Strata's expert statistics
     dec=$(echo "$sj" | sed -n 's/.*"experts_decode":{\([^}]*\)}.*/\1/p')
-    hr=$(j "{$dec}" hit_rate)
+    hrd=$(j "{$dec}" hit_rate)
+    hr=$(j "$sj" hit_rate) # the first one: the whole measured run, the trace Belady saw
     cpu=$(j "{$dec}" cpu_ms_per_token)
     bel=$(j "$sj" belady_hit_rate)
     note=""
     if [ "$speak" != - ] && [ "$lpeak" != - ] && [ "$lpeak" -gt "$speak" ]; then note=" (llama.cpp above Strata)"; fi
-    echo "| $b | $par | $sd | $ld | $(ratio "$sd" "$ld") | $n | $(mib "$alloc") / $speak | $(mib "$est") / $lpeak$note | ${hr:--} (${bel:--}) | ${cpu:--} |" >>"$out"
+    echo "| $b | $par | $sd | $ld | $(ratio "$sd" "$ld") | $n | $(mib "$alloc") / $speak | $(mib "$est") / $lpeak$note | ${hr:--} (${bel:--}) / ${hrd:--} | ${cpu:--} |" >>"$out"
     raw="$raw"$'\n'"- Strata $b x$par: \`$sj\`"$'\n'"- llama.cpp --ncmoe $n x$par: \`$lj\`"
   done
 done
