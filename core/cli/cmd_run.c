@@ -259,6 +259,8 @@ int st_cmd_run(int argc, char **argv) {
                 st_expert_stats_hit_rate(&ei.stats), (unsigned long long)ei.stats.hits,
                 (unsigned long long)ei.stats.misses, (unsigned long long)ei.stats.inserts,
                 ei.tokens ? ei.cpu_s * 1e3 / (double)ei.tokens : 0.0);
+    if (st_model_expert_info_get(s.m, &ei) == 0 && ei.pin_note && ei.pin_note[0])
+        fprintf(stderr, "[experts: %s]\n", ei.pin_note);
     rc = 0;
 done:
     free(ids);

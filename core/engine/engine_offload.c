@@ -192,6 +192,7 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     mp->cpu_api = out->cpu_api;
     mp->cpu_dev = out->cpu_dev;
     mp->cpu_index = out->cpu_index;
+    mp->expert_pin = 1; /* uploads from the pinned file are asynchronous (CUDA: cudaHostRegister) */
     if (log)
         fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s); misses on %s (%s)\n", (long long)slots,
                 (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
@@ -342,14 +343,15 @@ size_t st_offload_format_json(st_model *m, char *buf, size_t len) {
                      "\"hits\":%llu,\"misses\":%llu,\"inserts\":%llu,\"evictions\":%llu,\"hit_rate\":%.4f,"
                      "\"belady_hit_rate\":%.4f,\"bytes\":{\"device\":%llu,\"host\":%llu,\"upload\":%llu},"
                      "\"tokens\":%llu,\"cpu_assignments\":%llu,\"cpu_ms_per_token\":%.4f,"
-                     "\"route_sync_ms_per_token\":%.4f}",
+                     "\"route_sync_ms_per_token\":%.4f,\"pinned_bytes\":%llu}",
                      (long long)in.slots, (long long)in.experts_total, (unsigned long long)in.slot_bytes,
                      st_expert_policy_name(st_model_params_of(m)->expert_policy), (unsigned long long)in.stats.hits,
                      (unsigned long long)in.stats.misses, (unsigned long long)in.stats.inserts,
                      (unsigned long long)in.stats.evictions, st_expert_stats_hit_rate(&in.stats), bhr,
                      (unsigned long long)in.stats.bytes_device, (unsigned long long)in.stats.bytes_host,
                      (unsigned long long)in.stats.bytes_upload, (unsigned long long)in.tokens,
-                     (unsigned long long)in.cpu_assign, in.cpu_s * 1e3 / tok, in.route_s * 1e3 / tok);
+                     (unsigned long long)in.cpu_assign, in.cpu_s * 1e3 / tok, in.route_s * 1e3 / tok,
+                     (unsigned long long)in.pinned_bytes);
     if (w < 0) return 0;
     return (size_t)w < len ? (size_t)w : (len ? len - 1 : 0);
 }

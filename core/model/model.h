@@ -45,6 +45,8 @@ typedef struct st_model_params {
                                       its device must have ST_CAP_UNIFIED (reads the file in place) */
     st_device *cpu_dev;          /* opened by the caller, closed after st_model_free */
     uint32_t cpu_index;          /* cpu_dev's index in cpu_api's module (for op_supported) */
+    int32_t expert_pin;          /* nonzero: register the file's expert tensors with the device
+                                    (pinned, for asynchronous uploads) when it can */
 } st_model_params;
 
 /* Fills the defaults above. */
@@ -119,6 +121,8 @@ typedef struct st_model_expert_info {
     uint64_t cpu_assign;      /* (token, expert) pairs computed by the CPU module */
     double cpu_s;             /* wall seconds spent in the CPU module's expert ops */
     double route_s;           /* wall seconds waiting for the router's choices (the sync) */
+    uint64_t pinned_bytes;    /* bytes of the file's expert tensors registered with the device */
+    const char *pin_note;     /* why pinning stopped ("" when it did not), borrowed */
 } st_model_expert_info;
 
 /* Device bytes of one expert slot of `d` (the gate, up and down strides: each the largest

@@ -58,6 +58,17 @@ struct st_model_hx {
     st_expert_load *loads;  /* [n_expert] */
     st_stream *cpu_stream;
     int64_t n_hit, n_miss;  /* of the layer in flight */
+    int64_t n_loads;        /* admissions of the layer in flight, copied by st_model_experts_admit */
+    /* admissions are copied on their own stream when the device has events: the compute stream
+     * waits for them only before its next hits */
+    st_stream *up_stream;   /* NULL: the compute stream copies them */
+    st_event *up_event;     /* recorded after the last admission's copies */
+    int up_pending;         /* up_event recorded and not yet waited on by the compute stream */
+    /* the expert tensors registered with the device (pinned), for asynchronous copies */
+    void **reg_ptr;         /* registered range starts (merged expert tensors) */
+    int64_t n_reg;
+    uint64_t pinned_bytes;
+    char pin_note[320];
     /* statistics */
     uint64_t forwards, tokens, cpu_assign;
     double cpu_s, route_s;
@@ -78,7 +89,7 @@ static int upload_expert(st_model *m, int32_t layer, int32_t expert, int64_t slo
         const uint64_t b = slice_bytes(t);
         const char *src = (const char *)t->data + b * (uint64_t)expert;
         char *dst = (char *)h->arena[i] + h->stride[i] * (uint64_t)slot;
-        st_status s = m->api->copy_h2d(m->stream, dst, src, b);
+        st_status s = m->api->copy_h2d(h->up_stream ? h->up_stream : m->stream, dst, src, b);
         if (s != ST_OK) {
             snprintf(err, errlen, "layer %d: uploading expert %d into slot %lld: %s", layer, expert, (long long)slot,
                      m->api->last_error());
@@ -93,7 +104,8 @@ static int upload_table(st_model *m, char *err, size_t errlen) {
     if (!st_expert_cache_table_dirty(h->cache)) return 0;
     const size_t n = (size_t)m->hp.n_layer * (size_t)m->hp.n_expert;
     memcpy(h->table, st_expert_cache_table(h->cache), n * sizeof *h->table);
-    st_status s = m->api->copy_h2d(m->stream, h->table_dev, h->table, n * sizeof *h->table);
+    st_status s = m->api->copy_h2d(h->up_stream ? h->up_stream : m->stream, h->table_dev, h->table,
+                                   n * sizeof *h->table);
     if (s != ST_OK) {
         snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
         return -1;
@@ -220,6 +232,65 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         return -1;
     }
 
+    /* a second stream for admissions, when the device has events */
+    if (m->api->event_create && m->api->event_record && m->api->event_wait && m->api->event_sync &&
+        m->api->event_destroy) {
+        if (m->api->stream_create(m->dev, &h->up_stream) != ST_OK) h->up_stream = NULL;
+        else if (m->api->event_create(m->dev, &h->up_event) != ST_OK) {
+            h->up_event = NULL;
+            m->api->stream_destroy(h->up_stream);
+            h->up_stream = NULL;
+        }
+    }
+    /* the expert tensors pinned in place, when asked and the device can: copies from them are
+     * then asynchronous DMA instead of staged through the driver. Ranges are widened to 64 KiB
+     * (every page size in use) within the file's mapping and merged, since a page may not be
+     * registered twice. */
+    if (m->p.expert_pin && m->api->host_register && m->api->host_unregister && !(m->props.caps & ST_CAP_UNIFIED)) {
+        const uintptr_t pg = 65536;
+        int64_t nr = 0;
+        uintptr_t(*rg)[2] = malloc((size_t)(3 * L) * sizeof *rg);
+        h->reg_ptr = malloc((size_t)(3 * L) * sizeof *h->reg_ptr);
+        for (int64_t l = 0; rg && h->reg_ptr && l < L; l++) {
+            if (!m->desc->layers[l].is_moe) continue;
+            for (int i = 0; i < 3; i++) {
+                const st_gguf_tensor *t = m->desc->layers[l].t[k_roles[i]];
+                const st_gguf_shard *sh = st_gguf_shard_at(m->desc->gguf, t->shard);
+                const uintptr_t lo = (uintptr_t)sh->base, hi = lo + (sh->size + 4095u) / 4096u * 4096u;
+                rg[nr][0] = (uintptr_t)t->data / pg * pg;
+                rg[nr][1] = ((uintptr_t)t->data + t->nbytes + pg - 1) / pg * pg;
+                if (rg[nr][0] < lo) rg[nr][0] = lo; /* the mapping itself is page-aligned */
+                if (rg[nr][1] > hi) rg[nr][1] = hi;
+                nr++;
+            }
+        }
+        for (int64_t i = 1; i < nr; i++) /* insertion sort by start: a few hundred ranges */
+            for (int64_t j = i; j > 0 && rg[j][0] < rg[j - 1][0]; j--) {
+                uintptr_t a = rg[j][0], b = rg[j][1];
+                rg[j][0] = rg[j - 1][0], rg[j][1] = rg[j - 1][1];
+                rg[j - 1][0] = a, rg[j - 1][1] = b;
+            }
+        int64_t w = 0;
+        for (int64_t i = 0; i < nr; i++) {
+            if (w > 0 && rg[i][0] <= rg[w - 1][1]) {
+                if (rg[i][1] > rg[w - 1][1]) rg[w - 1][1] = rg[i][1];
+            } else {
+                rg[w][0] = rg[i][0], rg[w][1] = rg[i][1];
+                w++;
+            }
+        }
+        for (int64_t i = 0; i < w; i++) {
+            if (m->api->host_register(m->dev, (void *)rg[i][0], rg[i][1] - rg[i][0]) != ST_OK) {
+                snprintf(h->pin_note, sizeof h->pin_note, "pinning the expert tensors stopped after %.1f MiB (%s); "
+                         "the rest are copied from pageable memory", (double)h->pinned_bytes / 1048576.0,
+                         m->api->last_error());
+                break;
+            }
+            h->reg_ptr[h->n_reg++] = (void *)rg[i][0];
+            h->pinned_bytes += rg[i][1] - rg[i][0];
+        }
+        free(rg);
+    }
     /* the table starts empty (every entry -1); a profile fills free slots in rank order */
     const st_expert_profile *pf = m->p.expert_profile;
     if (pf && h->n_slots > 0) {
@@ -232,6 +303,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     }
     memcpy(h->table, st_expert_cache_table(h->cache), (size_t)(L * X) * sizeof *h->table);
     st_status s = m->api->copy_h2d(m->stream, h->table_dev, h->table, (uint64_t)(L * X) * 4u);
+    if (s == ST_OK && h->up_stream) s = m->api->stream_sync(h->up_stream);
     if (s == ST_OK) s = m->api->stream_sync(m->stream);
     if (s != ST_OK) {
         snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
@@ -248,6 +320,13 @@ void st_model_experts_free(st_model *m) {
         m->p.cpu_api->stream_sync(h->cpu_stream);
         m->p.cpu_api->stream_destroy(h->cpu_stream);
     }
+    if (h->up_stream) {
+        m->api->stream_sync(h->up_stream);
+        if (h->up_event) m->api->event_destroy(h->up_event);
+        m->api->stream_destroy(h->up_stream);
+    }
+    for (int64_t i = 0; i < h->n_reg; i++) m->api->host_unregister(m->dev, h->reg_ptr[i]);
+    free(h->reg_ptr);
     if (h->pinned) m->api->host_free(m->dev, h->pinned);
     else free(h->ids);
     free(h->slot_of);
@@ -363,6 +442,12 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         }
     /* the three arrays in one copy (laid out A apart on both sides) */
     OPCHK(api->copy_h2d(m->stream, h->idx_dev, h->idx, (uint64_t)A * 12u), "uploading expert indices");
+    if (nh > 0 && h->up_pending) {
+        /* the hits may read slots an earlier admission is still filling */
+        OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
+        h->up_pending = 0;
+    }
+    h->n_loads = n_loads;
     if (nh > 0) {
         /* the hits, through the table as it stands (it holds every hit; admissions come after) */
         st_moe_matmul_args g;
@@ -392,10 +477,29 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         g.x_row = w->ident;
         OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, cached)");
     }
-    /* admissions, ordered after the hits that may still read an evicted slot's old holder */
-    for (int64_t i = 0; i < n_loads; i++)
+    return 0;
+}
+
+int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    const st_backend_api *api = m->api;
+    (void)il;
+    if (h->n_loads == 0 && !st_expert_cache_table_dirty(h->cache)) return 0;
+    const char *layer_txt = "";
+    /* the table's host mirror may still be read by the previous admission's copy */
+    if (h->up_stream && h->up_pending) OPCHK(api->event_sync(h->up_event), "waiting for expert uploads");
+    /* an evicted slot's old holder is not used by this layer's hits (the cache never evicts an
+     * expert of the call), and earlier layers' hits finished at this layer's sync: the copies
+     * may start at once */
+    for (int64_t i = 0; i < h->n_loads; i++)
         if (upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen)) return -1;
-    return upload_table(m, err, errlen);
+    h->n_loads = 0;
+    if (upload_table(m, err, errlen)) return -1;
+    if (h->up_stream) {
+        OPCHK(api->event_record(h->up_event, h->up_stream), "recording expert uploads");
+        h->up_pending = 1;
+    }
+    return 0;
 }
 
 int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
@@ -482,6 +586,8 @@ int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     out->cpu_assign = h->cpu_assign;
     out->cpu_s = h->cpu_s;
     out->route_s = h->route_s;
+    out->pinned_bytes = h->pinned_bytes;
+    out->pin_note = h->pin_note;
     return 0;
 }
 

@@ -203,7 +203,7 @@ static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt,
     c.weights = m->w.rw;
     c.accumulate = accumulate;
     RUN(moe_combine, c, "experts");
-    return 0;
+    return st_model_experts_admit(m, il, err, errlen);
 }
 
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */

@@ -99,6 +99,10 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
 /* Computes the misses with the CPU module and uploads their rows behind the hits' rows, and the
  * row map MOE_COMBINE reads: *rows ([*n_rows][n_embd]) and *row_of ([n][k]) are what to combine.
  * 0 or -1 with err. */
+/* After the layer's combine is enqueued: copies the layer's admitted experts from the file into
+ * their slots and refreshes the device table, on a second stream when the device has events
+ * (the compute stream waits for them before its next hits). 0 or -1 with err. */
+int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen);
 int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
                             const char *layer_txt, char *err, size_t errlen);
 

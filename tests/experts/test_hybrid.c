@@ -292,6 +292,99 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
     unlink(path);
 }
 
+/* Pinning the file's expert tensors: a device table whose host_register records the ranges and
+ * refuses what a driver refuses (a page registered twice, a range outside a mapping, unaligned),
+ * on top of the simulated device. */
+#define MAX_REG 256
+static struct {
+    uintptr_t a, b;
+    int live;
+} g_reg[MAX_REG];
+static int g_n_reg, g_reg_bad;
+static const st_gguf *g_reg_file;
+
+static st_status fake_register(st_device *d, void *ptr, uint64_t bytes) {
+    (void)d;
+    uintptr_t a = (uintptr_t)ptr, b = a + bytes;
+    int inside = 0;
+    for (uint32_t i = 0; i < st_gguf_shard_count(g_reg_file); i++) {
+        const st_gguf_shard *sh = st_gguf_shard_at(g_reg_file, i);
+        uintptr_t lo = (uintptr_t)sh->base, hi = lo + (sh->size + 4095u) / 4096u * 4096u;
+        inside |= a >= lo && b <= hi;
+    }
+    int clash = 0;
+    for (int i = 0; i < g_n_reg; i++) clash |= g_reg[i].live && a < g_reg[i].b && g_reg[i].a < b;
+    if (!inside || clash || a % 4096 || bytes % 4096 || g_n_reg == MAX_REG) {
+        g_reg_bad++;
+        return ST_INVALID;
+    }
+    g_reg[g_n_reg].a = a;
+    g_reg[g_n_reg].b = b;
+    g_reg[g_n_reg++].live = 1;
+    return ST_OK;
+}
+
+static st_status fake_unregister(st_device *d, void *ptr) {
+    (void)d;
+    for (int i = 0; i < g_n_reg; i++)
+        if (g_reg[i].live && g_reg[i].a == (uintptr_t)ptr) {
+            g_reg[i].live = 0;
+            return ST_OK;
+        }
+    g_reg_bad++;
+    return ST_INVALID;
+}
+
+static void test_pin(const dev *gpu, const dev *cpu) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "/tmp/strata_hybrid_pin_%d.gguf", (int)getpid());
+    st_gen_params gp;
+    st_gen_preset("tiny", "qwen3moe", &gp);
+    gp.hp.n_layer = 3;
+    if (st_gen_model(&gp, path, err, sizeof err)) {
+        CHECK(0, "gen-model: %s", err);
+        return;
+    }
+    st_gguf *g = st_gguf_open(path, err, sizeof err);
+    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    if (desc) {
+        static st_backend_api api;
+        api = *gpu->api;
+        api.host_register = fake_register;
+        api.host_unregister = fake_unregister;
+        g_reg_file = g;
+        st_model_params p;
+        st_model_params_default(&p);
+        p.n_ctx = 64;
+        p.expert_slots = 4;
+        p.expert_pin = 1;
+        p.cpu_api = cpu->api;
+        p.cpu_dev = cpu->dev;
+        p.cpu_index = cpu->index;
+        st_model *m = st_model_load(desc, &api, gpu->dev, gpu->index, &p, err, sizeof err);
+        CHECK(m != NULL, "load with pinning: %s", err);
+        if (m) {
+            st_model_expert_info in;
+            st_model_expert_info_get(m, &in);
+            CHECK(g_reg_bad == 0, "%d registrations a driver would refuse", g_reg_bad);
+            CHECK(in.pinned_bytes >= desc->bytes_experts && in.pin_note[0] == 0,
+                  "pinned %llu bytes of %llu expert bytes (%s)", (unsigned long long)in.pinned_bytes,
+                  (unsigned long long)desc->bytes_experts, in.pin_note);
+            int32_t tok[4] = {1, 2, 3, 4};
+            CHECK(st_model_eval(m, 0, tok, 4, 0, 0, NULL, err, sizeof err) == 0, "forward: %s", err);
+            st_model_free(m);
+            int live = 0;
+            for (int i = 0; i < g_n_reg; i++) live += g_reg[i].live;
+            CHECK(live == 0 && g_reg_bad == 0, "%d ranges still registered after free (%d bad calls)", live, g_reg_bad);
+            printf("pinning: %d merged range(s), %llu bytes for %llu bytes of experts\n", g_n_reg,
+                   (unsigned long long)in.pinned_bytes, (unsigned long long)desc->bytes_experts);
+        }
+    }
+    st_model_desc_free(desc);
+    st_gguf_close(g);
+    unlink(path);
+}
+
 /* Refusals: an expert cache without a CPU module, a CPU "module" that cannot read host memory. */
 static void test_refusals(const dev *gpu) {
     char path[256], err[1024];
@@ -348,6 +441,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     test_refusals(&gpu);
+    test_pin(&gpu, &cpu);
     test_arch("qwen3moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen2moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen3moe", ST_TYPE_Q8_0, LOGIT_TOL_Q8, &gpu, &cpu);
