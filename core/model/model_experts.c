@@ -401,6 +401,8 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
     st_work *w = &m->w;
     const st_backend_api *api = m->api;
     const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    /* admissions a failed step left behind: the cache counts them resident, so copy them now */
+    if (h->n_loads && st_model_experts_admit(m, il, err, errlen)) return -1;
     uint64_t t0 = st_now_ns();
     OPCHK(api->copy_d2h(m->stream, h->ids, w->rids, (uint64_t)A * 4u), "reading router choices");
     OPCHK(api->copy_d2h(m->stream, h->cur, w->cur, (uint64_t)(n * E) * 4u), "reading expert input");
