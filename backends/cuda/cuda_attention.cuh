@@ -26,5 +26,10 @@ struct st_att_params {
 /* The tensor-core prefill path (k_attention_tc.cu): launches it when the shapes, cache types
  * and device allow and sets *ran; otherwise leaves *ran false and returns ST_OK. */
 st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran);
+/* The decode path (k_attention_tc.cu): every query head of a KV head per block, over chunks of
+ * at most 32 positions, then the merge; same contract as above. */
+st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran);
+/* Launches k_attention_merge over p.n_split partials in the workspace (k_attention.cu). */
+st_status st_cuda_attention_merge(st_stream *s, const st_att_params &p);
 
 #endif

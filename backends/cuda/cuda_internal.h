@@ -55,6 +55,14 @@ struct st_stream {
     void *ws;              /* device workspace, ST_CUDA_WORKSPACE_BYTES */
     uint64_t ws_bytes;
     const char *last_op;   /* name of the last op launched, for async error reports */
+    /* 8-bit activations left in ws by the decode GEMV, reusable by the next GEMV on the same
+     * rows (q, k, v projections; router, expert gate and up) while nothing else ran on the
+     * stream: every launch, copy, memset, event wait and graph call clears q8_valid unless the
+     * GEMV that produced or reused them sets q8_keep just before its launch check. */
+    const void *q8_src;
+    uint32_t q8_type;
+    int64_t q8_nb1, q8_rows, q8_K;
+    int q8_valid, q8_keep;
     struct st_stream *next;
 };
 
@@ -76,6 +84,10 @@ struct st_graph {
 st_status st_cuda_status(cudaError_t e, const char *what, const st_device *dev);
 /* Check a kernel launch of op `op` on stream `s` (cudaGetLastError); records s->last_op. */
 st_status st_cuda_launched(st_stream *s, const char *op);
+/* Marks the next launch check as keeping the stream's quantized activations when the op writes
+ * only [p, p + bytes) and that does not overlap their source rows (ops that write nothing
+ * the GEMV reads, such as ROUTER's ids and weights). */
+void st_cuda_q8_keep_unless(st_stream *s, const void *p, uint64_t bytes);
 /* Make `dev` current on the calling thread. */
 st_status st_cuda_use(const st_device *dev);
 /* Bytes this process holds on device `index` through mem_alloc. */

@@ -55,11 +55,19 @@ st_status st_cuda_use(const st_device *dev) {
 
 st_status st_cuda_launched(st_stream *s, const char *op) {
     s->last_op = op;
+    if (!s->q8_keep) s->q8_valid = 0;
+    s->q8_keep = 0;
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return ST_OK;
     char what[96];
     snprintf(what, sizeof what, "%s launch", op);
     return st_cuda_status(e, what, s->dev);
+}
+
+void st_cuda_q8_keep_unless(st_stream *s, const void *p, uint64_t bytes) {
+    const char *x0 = (const char *)s->q8_src, *x1 = x0 + s->q8_rows * s->q8_nb1;
+    const char *o0 = (const char *)p, *o1 = o0 + bytes;
+    s->q8_keep = s->q8_valid && (o1 <= x0 || o0 >= x1);
 }
 
 /* ---- allocation tables ---------------------------------------------------------------- */
@@ -347,6 +355,7 @@ static st_status copy_kind(st_stream *s, void *dst, const void *src, uint64_t by
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
     s->last_op = what;
+    s->q8_valid = 0;
     return st_cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s->s), what, s->dev);
 }
 static st_status copy_h2d(st_stream *s, void *dst, const void *src, uint64_t b) { return copy_kind(s, dst, src, b, "copy_h2d"); }
@@ -362,6 +371,7 @@ static st_status copy_peer(st_stream *s, void *dst, st_device *src_dev, const vo
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
     s->last_op = "copy_peer";
+    s->q8_valid = 0;
     return st_cuda_status(cudaMemcpyPeerAsync(dst, (int)s->dev->index, src, (int)src_dev->index, bytes, s->s),
                           "cudaMemcpyPeerAsync", s->dev);
 }
@@ -372,6 +382,7 @@ static st_status memset_d(st_stream *s, void *dst, int value, uint64_t bytes) {
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
     s->last_op = "memset";
+    s->q8_valid = 0;
     return st_cuda_status(cudaMemsetAsync(dst, value, bytes, s->s), "cudaMemsetAsync", s->dev);
 }
 
@@ -484,6 +495,7 @@ static st_status event_wait(st_stream *s, st_event *e) {
     if (!e || !s) return st_mod_fail(ST_INVALID, "cuda event_wait: NULL argument");
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
+    s->q8_valid = 0; /* another stream may have written the rows */
     return st_cuda_status(cudaStreamWaitEvent(s->s, e->e, 0), "cudaStreamWaitEvent", s->dev);
 }
 
@@ -499,6 +511,7 @@ static st_status graph_begin(st_stream *s) {
     if (!s) return st_mod_fail(ST_INVALID, "cuda graph_begin: NULL stream");
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
+    s->q8_valid = 0; /* a graph must quantize what it uses: replays run later */
     return st_cuda_status(cudaStreamBeginCapture(s->s, cudaStreamCaptureModeRelaxed),
                           "cudaStreamBeginCapture", s->dev);
 }
@@ -509,6 +522,7 @@ static st_status graph_end(st_stream *s, st_graph **out) {
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
     cudaGraph_t g = NULL;
+    s->q8_valid = 0;
     st = st_cuda_status(cudaStreamEndCapture(s->s, &g), "cudaStreamEndCapture", s->dev);
     if (st != ST_OK) {
         if (g) cudaGraphDestroy(g);
@@ -545,6 +559,7 @@ static st_status graph_launch(st_graph *g, st_stream *s) {
     st_status st = st_cuda_use(s->dev);
     if (st != ST_OK) return st;
     s->last_op = "graph_launch";
+    s->q8_valid = 0;
     return st_cuda_status(cudaGraphLaunch(g->x, s->s), "cudaGraphLaunch", s->dev);
 }
 

@@ -101,26 +101,63 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
     }
 }
 
-/* Merge the splits of one (token, head). */
+/* Merge the splits of one (token, head): the splits' factors exp(m_s - M) are computed once
+ * into shared memory (up to ST_ATT_MERGE_MAX splits), then thread d sums its column. */
+#define ST_ATT_MERGE_MAX 1024
 __global__ void k_attention_merge(st_att_params p) {
+    __shared__ float sf[ST_ATT_MERGE_MAX];
+    __shared__ float red[32];
     const int64_t h = blockIdx.x % p.n_head, i = blockIdx.x / p.n_head;
-    const float *part = p.part + (i * p.n_head + h) * p.n_split * (p.dv + 2);
+    const int64_t w = p.dv + 2;
+    const float *part = p.part + (i * p.n_head + h) * p.n_split * w;
+    char *orow = st_row(p.out, i * p.n_head + h);
+    if (p.n_split <= ST_ATT_MERGE_MAX) {
+        float mx = -INFINITY;
+        for (int s = threadIdx.x; s < p.n_split; s += blockDim.x)
+            if (part[s * w + 1] > 0.0f) mx = fmaxf(mx, part[s * w]);
+        mx = st_warp_max(mx);
+        if (threadIdx.x % ST_WARP == 0) red[threadIdx.x / ST_WARP] = mx;
+        __syncthreads();
+        float M = -INFINITY;
+        for (int k = 0; k < (int)(blockDim.x / ST_WARP); k++) M = fmaxf(M, red[k]);
+        __syncthreads();
+        float ls = 0.0f;
+        for (int s = threadIdx.x; s < p.n_split; s += blockDim.x) {
+            const float l = part[s * w + 1];
+            const float f = l > 0.0f ? expf(part[s * w] - M) : 0.0f;
+            sf[s] = f;
+            ls += l * f;
+        }
+        const float Ls = st_block_sum(ls, red);
+        const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+        for (int64_t d = threadIdx.x; d < p.dv; d += blockDim.x) {
+            float a = 0.0f;
+            for (int s = 0; s < p.n_split; s++)
+                if (sf[s] != 0.0f) a += part[s * w + 2 + d] * sf[s];
+            st_st(orow, p.out.type, d, a * inv);
+        }
+        return;
+    }
     float M = -INFINITY, Ls = 0.0f;
-    for (int s = 0; s < p.n_split; s++) M = fmaxf(M, part[s * (p.dv + 2)]);
+    for (int s = 0; s < p.n_split; s++) M = fmaxf(M, part[s * w]);
     for (int s = 0; s < p.n_split; s++) {
-        const float l = part[s * (p.dv + 2) + 1];
-        if (l > 0.0f) Ls += l * expf(part[s * (p.dv + 2)] - M);
+        const float l = part[s * w + 1];
+        if (l > 0.0f) Ls += l * expf(part[s * w] - M);
     }
     const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
-    char *orow = st_row(p.out, i * p.n_head + h);
     for (int64_t d = threadIdx.x; d < p.dv; d += blockDim.x) {
         float a = 0.0f;
         for (int s = 0; s < p.n_split; s++) {
-            const float l = part[s * (p.dv + 2) + 1];
-            if (l > 0.0f) a += part[s * (p.dv + 2) + 2 + d] * expf(part[s * (p.dv + 2)] - M);
+            const float l = part[s * w + 1];
+            if (l > 0.0f) a += part[s * w + 2 + d] * expf(part[s * w] - M);
         }
         st_st(orow, p.out.type, d, a * inv);
     }
+}
+
+st_status st_cuda_attention_merge(st_stream *s, const st_att_params &p) {
+    k_attention_merge<<<(unsigned)(p.n * p.n_head), 128, 0, s->s>>>(p);
+    return st_cuda_launched(s, "attention");
 }
 
 static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, int64_t nkv, int64_t n_cells) {
@@ -202,6 +239,11 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
         bool ran = false;
         const st_status st = st_cuda_attention_tc(s, p, &ran);
         if (ran || st != ST_OK) return st;
+    }
+    if (n_split > 1) {
+        bool gqa = false;
+        ST_TRY(st_cuda_attention_gqa(s, p, &gqa));
+        if (gqa) return ST_OK;
     }
     k_attention<<<dim3((unsigned)rows, (unsigned)n_split), ST_ATT_WARPS * ST_WARP, 0, s->s>>>(p);
     if (n_split > 1) {

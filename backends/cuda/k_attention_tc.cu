@@ -264,3 +264,145 @@ st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran) 
     *ran = true;
     return st;
 }
+
+/* ---- decode: all query heads of a KV head per block ------------------------------------- */
+/* Block (token i * n_kv + kv head, split) scores the chunk's positions for the G = n_head /
+ * n_kv query heads sharing that KV head, so each K/V row is read once for all of them: two
+ * threads per position dot the F16 K row with the G scaled queries (kept in shared memory),
+ * a warp per head takes the chunk's max and sum, and thread d accumulates V column d for every
+ * head. The (max, sum, acc) partials go to the workspace for k_attention_merge. */
+#define ST_GQ_POS 32
+#define ST_GQ_THREADS 128
+#define ST_GQ_TPP (ST_GQ_THREADS / ST_GQ_POS) /* threads per position in the score phase */
+#define ST_GQ_MAXG 16
+#define ST_GQ_MAXHD 256
+
+__global__ void __launch_bounds__(ST_GQ_THREADS) k_attention_gqa(st_att_params p) {
+    __shared__ float sq[ST_GQ_MAXG][ST_GQ_MAXHD];
+    __shared__ float ss[ST_GQ_MAXG][ST_GQ_POS];
+    __shared__ int scell[ST_GQ_POS];
+    const int G = (int)(p.n_head / p.n_kv), hd = (int)p.hd;
+    const int64_t i = blockIdx.x / p.n_kv, kvh = blockIdx.x % p.n_kv;
+    const int split = blockIdx.y, tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP;
+    int L = p.kv_len[i];
+    if (L > p.max_pos) L = p.max_pos;
+    const int p0 = split * p.chunk, p1 = min(L, p0 + p.chunk);
+    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
+    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
+    for (int e = tid; e < G * hd; e += ST_GQ_THREADS) {
+        const int g = e / hd, d = e % hd;
+        sq[g][d] = st_ld(st_row(p.q, i * p.n_head + kvh * G + g), p.q.type, d) * p.scale;
+    }
+    if (tid < ST_GQ_POS) {
+        const int pos = p0 + tid;
+        int64_t c = pos < p1 ? cells[pos] : -1;
+        scell[tid] = c >= 0 && c < p.n_cells ? (int)c : -1;
+    }
+    __syncthreads();
+    /* scores: ST_GQ_TPP threads per position, each a slice of the row */
+    {
+        const int t = tid / ST_GQ_TPP, part = tid % ST_GQ_TPP, c = scell[t];
+        const int dh = hd / ST_GQ_TPP, d0 = part * dh;
+        float acc[ST_GQ_MAXG];
+#pragma unroll
+        for (int g = 0; g < ST_GQ_MAXG; g++) acc[g] = 0.0f;
+        if (c >= 0) {
+            const char *kr = p.k + (int64_t)c * p.k_nb2 + kvh * p.k_nb1;
+            for (int d = d0; d < d0 + dh; d += 8) {
+                const uint4 u = *(const uint4 *)(kr + d * 2);
+                const __half2 *h2 = (const __half2 *)&u;
+                float kf[8];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const float2 f = __half22float2(h2[j]);
+                    kf[2 * j] = f.x;
+                    kf[2 * j + 1] = f.y;
+                }
+#pragma unroll
+                for (int g = 0; g < ST_GQ_MAXG; g++) {
+                    if (g < G) {
+#pragma unroll
+                        for (int j = 0; j < 8; j++) acc[g] = fmaf(kf[j], sq[g][d + j], acc[g]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < ST_GQ_MAXG; g++) {
+            float v = acc[g];
+#pragma unroll
+            for (int o = 1; o < ST_GQ_TPP; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (part == 0 && g < G) {
+                float s = -INFINITY;
+                if (c >= 0) {
+                    s = v;
+                    if (mrow) s += mrow[p0 + t];
+                    if (s != s) s = -INFINITY;
+                }
+                ss[g][t] = s;
+            }
+        }
+    }
+    __syncthreads();
+    /* per head: max and sum over the chunk; ss becomes the weights */
+    __shared__ float sm_m[ST_GQ_MAXG], sm_l[ST_GQ_MAXG];
+    static_assert(ST_GQ_POS == ST_WARP, "one lane per position in the softmax");
+    for (int g = warp; g < G; g += ST_GQ_THREADS / ST_WARP) {
+        const float a = ss[g][lane];
+        const float m = st_warp_max(a);
+        const float ea = a == -INFINITY ? 0.0f : expf(a - m);
+        const float l = st_warp_sum(ea);
+        ss[g][lane] = ea;
+        if (lane == 0) {
+            sm_m[g] = m;
+            sm_l[g] = l;
+        }
+    }
+    __syncthreads();
+    /* V: thread d accumulates column d for every head */
+    const int npos = p1 > p0 ? p1 - p0 : 0;
+    for (int d = tid; d < p.dv; d += ST_GQ_THREADS) {
+        float acc[ST_GQ_MAXG];
+#pragma unroll
+        for (int g = 0; g < ST_GQ_MAXG; g++) acc[g] = 0.0f;
+        for (int t = 0; t < npos; t++) {
+            const int c = scell[t];
+            if (c < 0) continue;
+            const float v = __half2float(((const __half *)(p.v + (int64_t)c * p.v_nb2 + kvh * p.v_nb1))[d]);
+#pragma unroll
+            for (int g = 0; g < ST_GQ_MAXG; g++)
+                if (g < G) acc[g] = fmaf(ss[g][t], v, acc[g]);
+        }
+        for (int g = 0; g < G; g++) {
+            float *part = p.part + ((i * p.n_head + kvh * G + g) * p.n_split + split) * (p.dv + 2);
+            part[2 + d] = acc[g];
+        }
+    }
+    if (tid < G) {
+        float *part = p.part + ((i * p.n_head + kvh * G + tid) * p.n_split + split) * (p.dv + 2);
+        part[0] = sm_l[tid] > 0.0f ? sm_m[tid] : -INFINITY;
+        part[1] = sm_l[tid];
+    }
+}
+
+/* Runs the decode path when it applies (F16 caches, G <= 16, head dim <= 256 and a multiple of
+ * 32): splits max_pos into chunks of at most ST_GQ_POS positions (as the workspace allows),
+ * then merges; *ran says whether it did. */
+st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran) {
+    *ran = false;
+    const int64_t G = p.n_head / p.n_kv;
+    if (p.kt != ST_TYPE_F16 || p.vt != ST_TYPE_F16 || G > ST_GQ_MAXG || p.hd > ST_GQ_MAXHD || p.hd % 32 ||
+        p.dv > ST_GQ_MAXHD)
+        return ST_OK;
+    if (((uintptr_t)p.k) % 16 || p.k_nb1 % 16 || p.k_nb2 % 16 || p.v_nb1 % 2 || p.v_nb2 % 2) return ST_OK;
+    if (p.n * p.n_kv > 0x7fffffff) return ST_OK;
+    const int64_t split = (p.max_pos + ST_GQ_POS - 1) / ST_GQ_POS;
+    const int64_t by_ws = (int64_t)(s->ws_bytes / sizeof(float)) / (p.n * p.n_head * (p.dv + 2));
+    if (split < 2 || split > by_ws || split > 65535) return ST_OK;
+    p.n_split = (int)split;
+    p.chunk = (int)((p.max_pos + split - 1) / split);
+    k_attention_gqa<<<dim3((unsigned)(p.n * p.n_kv), (unsigned)p.n_split), ST_GQ_THREADS, 0, s->s>>>(p);
+    ST_TRY(st_cuda_launched(s, "attention"));
+    *ran = true;
+    return st_cuda_attention_merge(s, p);
+}

@@ -142,6 +142,54 @@ __global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int
     }
 }
 
+/* F32 rows held in registers (V float4 per thread): one read of x and residual, one block
+ * sum, one write of sum_out and out. Outputs may alias inputs (every read precedes the
+ * barrier inside the block sum). */
+template <int V>
+__global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
+                               st_view out, int64_t K, float eps) {
+    __shared__ float red[32];
+    const int64_t r = blockIdx.x;
+    const float4 *xr = (const float4 *)st_row(x, r);
+    const float4 *rr = has_res ? (const float4 *)st_row(res, r) : NULL;
+    const int K4 = (int)(K / 4);
+    float4 h[V];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int e = threadIdx.x + j * blockDim.x;
+        h[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (e < K4) {
+            h[j] = xr[e];
+            if (rr) {
+                const float4 b = rr[e];
+                h[j].x += b.x; h[j].y += b.y; h[j].z += b.z; h[j].w += b.w;
+            }
+            ss += h[j].x * h[j].x + h[j].y * h[j].y + h[j].z * h[j].z + h[j].w * h[j].w;
+        }
+    }
+    ss = st_block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / (float)K + eps);
+    float4 *sr = has_sum ? (float4 *)st_row(sum, r) : NULL, *orow = (float4 *)st_row(out, r);
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int e = threadIdx.x + j * blockDim.x;
+        if (e >= K4) continue;
+        if (sr) sr[e] = h[j];
+        float4 y = make_float4(h[j].x * inv, h[j].y * inv, h[j].z * inv, h[j].w * inv);
+        if (w) {
+            const float4 g = ((const float4 *)w)[e];
+            y.x *= g.x; y.y *= g.y; y.z *= g.z; y.w *= g.w;
+        }
+        orow[e] = y;
+    }
+}
+
+static bool st_f32_rows16(const st_tensor &t) {
+    return t.type == ST_TYPE_F32 && (uintptr_t)t.data % 16 == 0 && t.nb[1] % 16 == 0 && t.nb[2] % 16 == 0 &&
+           t.nb[3] % 16 == 0;
+}
+
 extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda rms_norm: NULL argument");
     ST_TRY(st_check_act(a->x, "rms_norm", "x"));
@@ -161,6 +209,21 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
     if (!K || !rows) return ST_OK;
     if (rows > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda rms_norm: %lld rows", (long long)rows);
     ST_TRY(st_cuda_use(s->dev));
+    if (K % 4 == 0 && K <= 4 * 4 * 1024 && st_f32_rows16(a->x) && st_f32_rows16(a->out) &&
+        (!has_res || st_f32_rows16(a->residual)) && (!has_sum || st_f32_rows16(a->sum_out)) &&
+        (!a->weight.data || (a->weight.type == ST_TYPE_F32 && (uintptr_t)a->weight.data % 16 == 0))) {
+        const int64_t K4 = K / 4;
+        const int V = K4 <= 1024 ? 1 : K4 <= 2048 ? 2 : 4;
+        int threads = (int)((K4 + V - 1) / V);
+        threads = (threads + ST_WARP - 1) / ST_WARP * ST_WARP;
+        const st_view xv = st_view_of(a->x), rv = st_view_of(has_res ? a->residual : a->x),
+                      sv = st_view_of(has_sum ? a->sum_out : a->x), ov = st_view_of(a->out);
+        const float *w = (const float *)a->weight.data;
+        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
+        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
+        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
+        return st_cuda_launched(s, "rms_norm");
+    }
     size_t smem = (size_t)K * sizeof(float);
     int cache = smem <= s->dev->smem_optin;
     if (!cache) smem = 0;

@@ -272,24 +272,19 @@ template <> struct st_gvf<ST_TYPE_BF16> : st_gvf_plain<ST_TYPE_BF16> {};
 
 /* ---- activation quantization ------------------------------------------------------------ */
 /* Row r of x [n_x][K] -> q[r*K + k] int8 and d[r*(K/32) + b], d = max|x|/127 over block b. One
- * warp per block of 32, lane = element. With parts == 2 the rounding residual x - d*q is
- * quantized the same way into row n_x + r, so d*q + d'*q' carries about 14 bits per element. */
-__global__ void k_q8_act(st_view x, int64_t K, int64_t n_x, int parts, int8_t *q, float *d) {
+ * warp per block of 32, lane = element. */
+__global__ void k_q8_act(st_view x, int64_t K, int8_t *q, float *d) {
     const int64_t r = blockIdx.y;
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / ST_WARP) + threadIdx.x / ST_WARP;
     const int lane = threadIdx.x % ST_WARP;
     if (b * 32 >= K) return;
-    float v = st_ld(st_row(x, r), x.type, b * 32 + lane);
-    for (int j = 0; j < parts; j++) {
-        const float amax = st_warp_max(fabsf(v));
-        const float dd = amax / 127.0f;
-        int qi = amax > 0.0f ? __float2int_rn(v / dd) : 0;
-        qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
-        const int64_t row = r + j * n_x;
-        q[row * K + b * 32 + lane] = (int8_t)qi;
-        if (lane == 0) d[row * (K / 32) + b] = dd;
-        v -= dd * (float)qi;
-    }
+    const float v = st_ld(st_row(x, r), x.type, b * 32 + lane);
+    const float amax = st_warp_max(fabsf(v));
+    const float dd = amax / 127.0f;
+    int qi = amax > 0.0f ? __float2int_rn(v / dd) : 0;
+    qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
+    q[r * K + b * 32 + lane] = (int8_t)qi;
+    if (lane == 0) d[r * (K / 32) + b] = dd;
 }
 
 /* ---- the kernel --------------------------------------------------------------------------- */
@@ -305,8 +300,7 @@ struct st_gv_params {
     /* MOE: assignment a = blockIdx.y */
     const int32_t *slot_table, *expert, *x_row;
     const float *scale;
-    int64_t n_x;            /* rows of x; part j of row r is q8 row r + j*n_x */
-    int parts;              /* 1 (MATMUL): q8 activations; 2 (MOE_MATMUL): q8 plus its quantized residual */
+    int64_t n_x;            /* rows of x */
 };
 
 template <int T, int NC, bool MOE>
@@ -350,15 +344,11 @@ __global__ void __launch_bounds__(ST_GV_THREADS) k_gv(st_gv_params p) {
                 if (c < nc) {
                     typename F::xt xv;
                     if constexpr (F::qa) {
-                        constexpr int parts = MOE ? 2 : 1; /* st_gv_params.parts of each path */
+                        const int64_t qr = (int64_t)xr[c];
+                        st_q8row q8{p.xq + qr * p.K, p.xd + qr * (p.K / 32)};
+                        F::loadx(q8, u, xv);
 #pragma unroll
-                        for (int j = 0; j < parts; j++) {
-                            const int64_t qr = (int64_t)xr[c] + j * p.n_x;
-                            st_q8row q8{p.xq + qr * p.K, p.xd + qr * (p.K / 32)};
-                            F::loadx(q8, u, xv);
-#pragma unroll
-                            for (int r = 0; r < ST_GV_ROWS; r++) acc[r][c] += F::dot(w[r], xv, u);
-                        }
+                        for (int r = 0; r < ST_GV_ROWS; r++) acc[r][c] += F::dot(w[r], xv, u);
                     } else {
                         F::loadx((const float *)st_row(p.x, xr[c]), u, xv);
 #pragma unroll
@@ -424,19 +414,36 @@ static bool st_gv_aligned(uint32_t t, uintptr_t addr, int64_t nb1, int64_t nb2) 
 }
 static int st_gv_tpr(int units) { return units <= 32 ? 32 : units <= 64 ? 64 : 128; }
 
-/* Quantize the n_x rows of x (in p.parts parts) into the stream workspace; false when they do
- * not fit. */
+/* Quantize the n_x rows of x into the stream workspace, or reuse what the previous GEMV on
+ * this stream left there for the same rows (see st_stream.q8_valid); false when they do not
+ * fit. */
 static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, st_gv_params &p) {
-    const int64_t rows = n_x * p.parts;
-    const uint64_t qbytes = ((uint64_t)(rows * K) + 255) & ~(uint64_t)255;
-    const uint64_t need = qbytes + (uint64_t)(rows * (K / 32)) * sizeof(float);
+    const uint64_t qbytes = ((uint64_t)(n_x * K) + 255) & ~(uint64_t)255;
+    const uint64_t need = qbytes + (uint64_t)(n_x * (K / 32)) * sizeof(float);
     if (need > s->ws_bytes || n_x > 65535) return false;
     p.xq = (const int8_t *)s->ws;
     p.xd = (const float *)((char *)s->ws + qbytes);
     p.n_x = n_x;
+    if (s->q8_valid && s->q8_src == x.data && s->q8_type == x.type && s->q8_nb1 == x.nb[1] && s->q8_rows == n_x &&
+        s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
+        return true;
     dim3 grid(st_blocks(K / 32, 8), (unsigned)n_x);
-    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, n_x, p.parts, (int8_t *)p.xq, (float *)p.xd);
+    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, (int8_t *)p.xq, (float *)p.xd);
+    s->q8_src = x.data;
+    s->q8_type = x.type;
+    s->q8_nb1 = x.nb[1];
+    s->q8_rows = n_x;
+    s->q8_K = K;
+    s->q8_valid = n_x == 1 || x.ne[2] * x.ne[3] == 1;
     return true;
+}
+
+/* Keeps the quantized rows valid across this GEMV's launch check unless its output overlaps
+ * them. */
+static void st_gv_keep(st_stream *s, const st_tensor &x, const st_tensor &out) {
+    const char *x0 = (const char *)x.data, *x1 = x0 + s->q8_rows * x.nb[1];
+    const char *o0 = (const char *)out.data, *o1 = o0 + st_nrows(out) * out.nb[1];
+    s->q8_keep = s->q8_valid && (o1 <= x0 || o0 >= x1);
 }
 
 template <int T> static void st_gv_launch(const st_gv_params &p, dim3 grid, cudaStream_t s, bool moe) {
@@ -482,7 +489,6 @@ bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st) {
     p.units = (int)(K / st_gv_epu(t));
     p.tpr = st_gv_tpr(p.units);
     p.n = (int)n;
-    p.parts = 1;
     p.x = st_view_of(a->x);
     p.out = st_view_of(a->out);
     if (st_gv_quantized(t)) {
@@ -494,6 +500,7 @@ bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st) {
     const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
     dim3 grid(st_blocks(M, (int)rows_per_block));
     st_gv_dispatch(t, p, grid, s->s, false);
+    if (st_gv_quantized(t)) st_gv_keep(s, a->x, a->out);
     *st = st_cuda_launched(s, "matmul");
     return true;
 }
@@ -522,10 +529,6 @@ bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st) 
     p.x_row = a->x_row;
     p.scale = a->scale;
     p.n_x = n_x;
-    /* q8 plus its quantized residual: each expert row within ~1e-5 relative of the exact dot
-     * (q8 alone: ~4e-3), at twice the activation work (small next to the expert weights).
-     * k_gv<T, 1, true> reads two parts. */
-    p.parts = 2;
     if (st_gv_quantized(t)) {
         if (!st_gv_quantize(s, a->x, n_x, K, p)) return false;
     } else if (a->x.type != ST_TYPE_F32 || a->x.nb[1] % 16 || (uintptr_t)a->x.data % 16 ||
@@ -535,6 +538,7 @@ bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st) 
     const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
     dim3 grid(st_blocks(M, (int)rows_per_block), (unsigned)a->n_assign);
     st_gv_dispatch(t, p, grid, s->s, true);
+    if (st_gv_quantized(t)) st_gv_keep(s, a->x, a->out);
     *st = st_cuda_launched(s, "moe_matmul");
     return true;
 }

@@ -254,15 +254,30 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
     return st_mod_fail(ST_UNSUPPORTED, "cuda moe_matmul: weight type %s", st_cuda_type_name(w.type));
 }
 
-/* out[t][:] = (acc ? out[t][:] : 0) + sum_j weights[t][j] * rows[row_of[t][j]][:], j ascending. */
+/* out[t][:] = (acc ? out[t][:] : 0) + sum_j weights[t][j] * rows[row_of[t][j]][:], j ascending.
+ * The first 8 row indices and weights are read into registers up front so their loads overlap. */
 __global__ void k_moe_combine(st_view rows, int64_t n_rows, st_view out, int64_t M, const int32_t *row_of,
                               const float *weights, int k, int accumulate) {
     const int64_t t = blockIdx.y;
     const int64_t m = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (m >= M) return;
+    constexpr int PRE = 8;
+    int32_t ro[PRE];
+    float wt[PRE];
+#pragma unroll
+    for (int j = 0; j < PRE; j++) {
+        ro[j] = j < k ? row_of[t * k + j] : -1;
+        wt[j] = j < k ? weights[t * k + j] : 0.0f;
+    }
     char *orow = st_row(out, t);
+    float v[PRE];
+#pragma unroll
+    for (int j = 0; j < PRE; j++) v[j] = ro[j] >= 0 && ro[j] < n_rows ? st_ld(st_row(rows, ro[j]), rows.type, m) : 0.0f;
     float sum = accumulate ? st_ld(orow, out.type, m) : 0.0f;
-    for (int j = 0; j < k; j++) {
+#pragma unroll
+    for (int j = 0; j < PRE; j++)
+        if (ro[j] >= 0 && ro[j] < n_rows) sum += wt[j] * v[j];
+    for (int j = PRE; j < k; j++) {
         const int32_t r = row_of[t * k + j];
         if (r < 0 || r >= n_rows) continue;
         sum += weights[t * k + j] * st_ld(st_row(rows, r), rows.type, m);
@@ -283,8 +298,9 @@ extern "C" st_status st_cuda_moe_combine(st_stream *s, const st_moe_combine_args
     if (a->k > 0 && (!a->row_of || !a->weights)) return st_mod_fail(ST_INVALID, "cuda moe_combine: NULL table");
     if (n > 65535) return st_mod_fail(ST_UNSUPPORTED, "cuda moe_combine: %lld tokens (max 65535)", (long long)n);
     ST_TRY(st_cuda_use(s->dev));
-    dim3 grid(st_blocks(M, 256), (unsigned)n);
-    k_moe_combine<<<grid, 256, 0, s->s>>>(st_view_of(a->rows), st_nrows(a->rows), st_view_of(a->out), M, a->row_of,
+    const int threads = n < 16 ? 64 : 256; /* few tokens: more, smaller blocks */
+    dim3 grid(st_blocks(M, threads), (unsigned)n);
+    k_moe_combine<<<grid, threads, 0, s->s>>>(st_view_of(a->rows), st_nrows(a->rows), st_view_of(a->out), M, a->row_of,
                                           a->weights, a->k, a->accumulate);
     return st_cuda_launched(s, "moe_combine");
 }

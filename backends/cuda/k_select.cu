@@ -72,6 +72,57 @@ __global__ void k_topk(st_view x, int64_t V, int k, int32_t *ids, float *values)
     }
 }
 
+/* ARGMAX of long rows in two passes: block (slice, row) finds its slice's best (v, i) into the
+ * workspace, then one warp per row picks the best slice in the same order. */
+#define ST_AM_SLICES 64
+__global__ void k_argmax_part(st_view x, int64_t V, float *pv, int *pi) {
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const int64_t r = blockIdx.y;
+    const float *row = (const float *)st_row(x, r);
+    const int64_t per = (V + gridDim.x - 1) / gridDim.x, e0 = blockIdx.x * per, e1 = e0 + per < V ? e0 + per : V;
+    float bv = NAN;
+    int bi = 0x7fffffff;
+    for (int64_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
+        const float v = row[e];
+        if (st_before(v, (int)e, bv, bi)) {
+            bv = v;
+            bi = (int)e;
+        }
+    }
+    st_block_best(bv, bi, sv, si);
+    if (threadIdx.x == 0) {
+        pv[r * gridDim.x + blockIdx.x] = bv;
+        pi[r * gridDim.x + blockIdx.x] = bi;
+    }
+}
+
+__global__ void k_argmax_final(const float *pv, const int *pi, int slices, st_view x, int32_t *ids,
+                               float *values) {
+    const int64_t r = blockIdx.x;
+    const int lane = threadIdx.x;
+    float bv = NAN;
+    int bi = 0x7fffffff;
+    for (int j = lane; j < slices; j += ST_WARP)
+        if (st_before(pv[r * slices + j], pi[r * slices + j], bv, bi)) {
+            bv = pv[r * slices + j];
+            bi = pi[r * slices + j];
+        }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float w = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int j = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (st_before(w, j, bv, bi)) {
+            bv = w;
+            bi = j;
+        }
+    }
+    if (lane == 0) {
+        ids[r] = bi;
+        if (values) values[r] = ((const float *)st_row(x, r))[bi];
+    }
+}
+
 static st_status topk_launch(st_stream *s, const st_topk_args *a, int k, const char *op) {
     if (!a->x.data || a->x.type != ST_TYPE_F32 || a->x.nb[0] != 4)
         return st_mod_fail(ST_UNSUPPORTED, "cuda %s: x must be contiguous F32", op);
@@ -82,6 +133,15 @@ static st_status topk_launch(st_stream *s, const st_topk_args *a, int k, const c
     if (!n) return ST_OK;
     if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %lld rows", op, (long long)n);
     ST_TRY(st_cuda_use(s->dev));
+    if (k == 1 && V >= 16384 && n <= 65535 && (uint64_t)n * ST_AM_SLICES * 8 <= s->ws_bytes) {
+        float *pv = (float *)s->ws;
+        int *pi = (int *)(pv + n * ST_AM_SLICES);
+        k_argmax_part<<<dim3(ST_AM_SLICES, (unsigned)n), 256, 0, s->s>>>(st_view_of(a->x), V, pv, pi);
+        ST_TRY(st_cuda_launched(s, op));
+        k_argmax_final<<<(unsigned)n, ST_WARP, 0, s->s>>>(pv, pi, ST_AM_SLICES, st_view_of(a->x), a->ids,
+                                                          a->values);
+        return st_cuda_launched(s, op);
+    }
     const int threads = V >= 16384 ? 1024 : ST_SEL_THREADS;
     k_topk<<<(unsigned)n, threads, 0, s->s>>>(st_view_of(a->x), V, k, a->ids, a->values);
     return st_cuda_launched(s, op);
@@ -159,6 +219,91 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
     }
 }
 
+/* Warp per token for up to 256 experts and k <= 32 (decode and most MoE shapes): each lane
+ * keeps E/32 scores in registers and the k picks are warp shuffles, with no block barrier.
+ * Same order and arithmetic as k_router. */
+#define ST_ROUTER_WARP_MAX 256
+__global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, const float *bias, int k, int normalize,
+                              float wscale, int32_t *ids, float *weights) {
+    const int64_t t = (int64_t)blockIdx.x * (blockDim.x / ST_WARP) + threadIdx.x / ST_WARP;
+    const int lane = threadIdx.x % ST_WARP;
+    if (t >= n) return;
+    constexpr int PER = ST_ROUTER_WARP_MAX / ST_WARP;
+    const float *lr = (const float *)st_row(logits, t);
+    float prob[PER], score[PER];
+    if (gating == ST_ROUTER_SOFTMAX) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < PER; j++) {
+            const int e = lane + j * ST_WARP;
+            prob[j] = e < E ? lr[e] : -INFINITY;
+            mx = fmaxf(mx, prob[j]);
+        }
+        mx = st_warp_max(mx);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PER; j++) {
+            const int e = lane + j * ST_WARP;
+            prob[j] = e < E ? expf(prob[j] - mx) : 0.0f;
+            sum += prob[j];
+        }
+        sum = st_warp_sum(sum);
+#pragma unroll
+        for (int j = 0; j < PER; j++) prob[j] /= sum;
+    } else {
+#pragma unroll
+        for (int j = 0; j < PER; j++) {
+            const int e = lane + j * ST_WARP;
+            prob[j] = e < E ? 1.0f / (1.0f + expf(-lr[e])) : 0.0f;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int e = lane + j * ST_WARP;
+        score[j] = e < E ? (bias ? prob[j] + bias[e] : prob[j]) : NAN;
+    }
+    float pv = INFINITY, myw = 0.0f;
+    int pi = -1, myid = 0;
+    for (int j = 0; j < k; j++) {
+        float bv = NAN, bp = 0.0f;
+        int bi = 0x7fffffff;
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int e = lane + q * ST_WARP;
+            if (e < E && st_before(pv, pi, score[q], e) && st_before(score[q], e, bv, bi)) {
+                bv = score[q];
+                bi = e;
+                bp = prob[q];
+            }
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float w = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int jj = __shfl_xor_sync(0xffffffffu, bi, o);
+            const float wp = __shfl_xor_sync(0xffffffffu, bp, o);
+            if (st_before(w, jj, bv, bi)) {
+                bv = w;
+                bi = jj;
+                bp = wp;
+            }
+        }
+        if (lane == j) {
+            myid = bi;
+            myw = bp;
+        }
+        pv = bv;
+        pi = bi;
+    }
+    /* the same sum, in the same order, as k_router's thread 0 */
+    float sum = 0.0f;
+    for (int j = 0; j < k; j++) sum += __shfl_sync(0xffffffffu, myw, j);
+    if (lane < k) {
+        const float f = (normalize && sum > 0.0f ? 1.0f / sum : 1.0f) * wscale;
+        ids[t * k + lane] = myid;
+        weights[t * k + lane] = myw * f;
+    }
+}
+
 extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda router: NULL argument");
     if (!a->logits.data || a->logits.type != ST_TYPE_F32 || a->logits.nb[0] != 4)
@@ -172,6 +317,15 @@ extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
     if (!n) return ST_OK;
     if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld rows", (long long)n);
     ST_TRY(st_cuda_use(s->dev));
+    if (E <= ST_ROUTER_WARP_MAX && a->k <= ST_WARP) {
+        k_router_warp<<<st_blocks(n, 4), 4 * ST_WARP, 0, s->s>>>(st_view_of(a->logits), n, (int)E, (int)a->gating,
+                                                                  a->bias, a->k, a->normalize, a->weight_scale,
+                                                                  a->ids, a->weights);
+        /* ids and weights are written: keep the 8-bit rows unless one of them overlaps */
+        st_cuda_q8_keep_unless(s, a->ids, (uint64_t)n * a->k * 4);
+        if (s->q8_keep) st_cuda_q8_keep_unless(s, a->weights, (uint64_t)n * a->k * 4);
+        return st_cuda_launched(s, "router");
+    }
     const size_t smem = (size_t)E * 2 * sizeof(float);
     if (smem > 48 * 1024)
         ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_router, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# CUDA against the CPU module on generated models (the model issue's architectures): for each
+# architecture and weight type, 64 greedy tokens from the same prompt must be the same text on
+# both modules, and the logits of every position of a 96-token sequence must agree within the
+# format's limit (normalized error, cmp-logits). Both use an F16 KV cache.
+# Usage: bench/cuda_vs_cpu.sh STRATA CMP_LOGITS VOCAB.gguf WORKDIR
+set -euo pipefail
+strata=$1 cmp=$2 vocab=$3 work=$4
+mkdir -p "$work"
+fail=0
+toks=$(seq -s, 100 195)
+# the tiny preset of every architecture, plus a qwen3moe with head dim 128 and 512-wide rows
+# (the shapes of the tensor-core prefill and decode attention paths)
+for arch in llama qwen2 qwen3 qwen2moe qwen3moe olmoe qwen3moe-hd128; do
+  for type in F16 Q8_0 Q4_K Q6_K; do
+    m="$work/$arch-$type.gguf"
+    shape=(--arch "$arch" --preset tiny)
+    [ "$arch" = qwen3moe-hd128 ] && shape=(--arch qwen3moe --preset tiny --layers 2 --embd 512 --heads 8 --kv-heads 2 --head-dim 128 --experts 16 --experts-used 4 --expert-ff 256)
+    "$strata" gen-model "${shape[@]}" --type "$type" --vocab-from "$vocab" --seed 7 --router-skew 1 --out "$m" >/dev/null
+    nv=$("$strata" gguf "$m" | sed -n 's/.*tokenizer.ggml.tokens *\[string x \([0-9]*\)\].*/\1/p' | head -1)
+    a=$("$strata" run -m "$m" --backend cuda -p "The quick brown fox" -n 64 --temp 0 --ignore-eos 2>/dev/null)
+    b=$("$strata" run -m "$m" --backend cpu -p "The quick brown fox" -n 64 --temp 0 --ignore-eos 2>/dev/null)
+    "$strata" logits -m "$m" --backend cuda --tokens "$toks" --all --out "$work/g.f32" >/dev/null
+    "$strata" logits -m "$m" --backend cpu --tokens "$toks" --all --out "$work/c.f32" >/dev/null
+    limit=5e-2; [ "$type" = F16 ] && limit=1e-2
+    if [ "$a" = "$b" ]; then greedy="64 greedy tokens identical"; else greedy="GREEDY TEXT DIFFERS"; fail=1; fi
+    if lg=$("$cmp" "$work/g.f32" "$work/c.f32" "$nv" "$limit" 2>&1); then :; else fail=1; fi
+    echo "$arch $type: $greedy; logits: $(echo "$lg" | tail -1)"
+  done
+done
+exit $fail
