@@ -1,8 +1,8 @@
 # The hybrid expert path of core/model: a simulated device with an expert cache of 0%, 50% and
 # 100% of the experts, misses on the CPU module, against the model with every expert resident.
-if(TARGET st_model AND TARGET strata-sim AND TARGET strata-cpu-avx2)
+if(TARGET st_engine AND TARGET st_model AND TARGET strata-sim AND TARGET strata-cpu-avx2)
   add_executable(test_experts_hybrid ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_hybrid.c)
-  target_link_libraries(test_experts_hybrid PRIVATE st_model st_backend m)
+  target_link_libraries(test_experts_hybrid PRIVATE st_engine st_model st_backend m)
   add_dependencies(test_experts_hybrid strata-sim strata-cpu-avx2)
   add_test(NAME experts.hybrid COMMAND test_experts_hybrid $<TARGET_FILE:strata-sim> $<TARGET_FILE:strata-cpu-avx2>)
   set_tests_properties(experts.hybrid PROPERTIES SKIP_RETURN_CODE 77

@@ -16,6 +16,7 @@
 #include "experts/expert_profile.h"
 #include "gguf/gguf.h"
 #include "model/gen.h"
+#include "engine/engine_offload.h"
 #include "model/model.h"
 #include "quant/quant.h"
 
@@ -385,6 +386,77 @@ static void test_pin(const dev *gpu, const dev *cpu) {
     unlink(path);
 }
 
+/* The commands' path (engine_offload.h): a --vram-budget between the model's fixed consumers and
+ * the whole model gives a partial cache, and the loaded model takes no more device memory than
+ * the plan allocates; the greedy tokens stay those of the all-resident model. */
+static void test_plan_bound(st_backend_registry *reg, const dev *gpu) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "/tmp/strata_hybrid_plan_%d.gguf", (int)getpid());
+    st_gen_params gp;
+    st_gen_preset("demo", "qwen3moe", &gp);
+    gp.wtype = ST_TYPE_F32;
+    gp.router_skew = 1.0f;
+    if (st_gen_model(&gp, path, err, sizeof err)) {
+        CHECK(0, "gen-model: %s", err);
+        return;
+    }
+    st_gguf *g = st_gguf_open(path, err, sizeof err);
+    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    const st_backend_device *pick = NULL;
+    for (uint32_t i = 0; i < st_backend_registry_n_devices(reg) && !pick; i++)
+        if (st_backend_registry_device(reg, i)->module->api == gpu->api) pick = st_backend_registry_device(reg, i);
+    int32_t ref[24], got[24];
+    for (int pass = 0; desc && pick && pass < 2; pass++) {
+        st_offload_opts oo;
+        st_offload_opts_init(&oo);
+        if (pass == 1) {
+            oo.vram_budget = 25ull << 20; /* fixed consumers ~13 MiB, every expert 24 MiB more */
+            oo.given = 1;
+        }
+        st_model_params p;
+        st_model_params_default(&p);
+        p.n_ctx = 256;
+        p.n_batch = 64;
+        st_offload off;
+        uint64_t f0 = dev_free(gpu);
+        if (st_offload_prepare(&oo, desc, reg, pick, gpu->dev, &p, NULL, &off, err, sizeof err)) {
+            CHECK(0, "prepare (pass %d): %s", pass, err);
+            st_offload_release(&off);
+            break;
+        }
+        CHECK(off.plan != NULL, "no plan for a simulated device");
+        st_model *m = st_model_load(desc, gpu->api, gpu->dev, gpu->index, &p, err, sizeof err);
+        CHECK(m != NULL, "load (pass %d): %s", pass, err);
+        if (m && off.plan) {
+            const uint64_t used = f0 - dev_free(gpu), planned = off.plan->dev[0].allocated;
+            CHECK(used <= planned, "pass %d: the model took %llu bytes, the plan allocates %llu", pass,
+                  (unsigned long long)used, (unsigned long long)planned);
+            if (pass == 1)
+                CHECK(off.expert_slots > 0 && off.expert_slots < off.plan->dev[0].expert_slots_max,
+                      "25 MiB should give a partial cache (%lld of %lld)", (long long)off.expert_slots,
+                      (long long)off.plan->dev[0].expert_slots_max);
+            else
+                CHECK(off.expert_slots == -1, "without a budget every expert should be resident");
+            int32_t t = 5, *out = pass ? got : ref;
+            int rc = st_model_eval(m, 0, &t, 1, 0, 0, NULL, err, sizeof err);
+            for (int i = 0; rc == 0 && i < 24; i++) {
+                rc = st_model_argmax(m, &t, err, sizeof err);
+                out[i] = t;
+                if (rc == 0) rc = st_model_eval(m, 0, &t, 1, i + 1, 0, NULL, err, sizeof err);
+            }
+            CHECK(rc == 0, "decode (pass %d): %s", pass, err);
+            printf("plan-bound pass %d: %lld expert slots, model %.1f MiB of the plan's %.1f MiB\n", pass,
+                   (long long)off.expert_slots, (double)used / 1048576.0, (double)planned / 1048576.0);
+        }
+        st_model_free(m);
+        st_offload_release(&off);
+        if (pass == 1) CHECK(!memcmp(ref, got, sizeof ref), "the planned cache changed the greedy tokens");
+    }
+    st_model_desc_free(desc);
+    st_gguf_close(g);
+    unlink(path);
+}
+
 /* Refusals: an expert cache without a CPU module, a CPU "module" that cannot read host memory. */
 static void test_refusals(const dev *gpu) {
     char path[256], err[1024];
@@ -442,6 +514,7 @@ int main(int argc, char **argv) {
     }
     test_refusals(&gpu);
     test_pin(&gpu, &cpu);
+    test_plan_bound(reg, &gpu);
     test_arch("qwen3moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen2moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen3moe", ST_TYPE_Q8_0, LOGIT_TOL_Q8, &gpu, &cpu);
