@@ -7,6 +7,13 @@ if(TARGET st_engine AND TARGET st_model AND TARGET strata-sim AND TARGET strata-
   add_test(NAME experts.hybrid COMMAND test_experts_hybrid $<TARGET_FILE:strata-sim> $<TARGET_FILE:strata-cpu-avx2>)
   set_tests_properties(experts.hybrid PROPERTIES SKIP_RETURN_CODE 77
                        ENVIRONMENT "STRATA_LOG=error;STRATA_SIM=devices=1,mem=256MiB")
+  # the same with the CUDA module as the device (skipped where it has none)
+  if(TARGET strata-cuda)
+    add_dependencies(test_experts_hybrid strata-cuda)
+    add_test(NAME experts.hybrid_cuda COMMAND test_experts_hybrid $<TARGET_FILE:strata-cuda>
+             $<TARGET_FILE:strata-cpu-avx2> cuda)
+    set_tests_properties(experts.hybrid_cuda PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "STRATA_LOG=error")
+  endif()
 endif()
 
 # the same through the commands (run, bench, profile-experts); runs the binary directly

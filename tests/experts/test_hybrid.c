@@ -5,7 +5,9 @@
  * statistics must add up (0% -> no hit; 100% -> every access a hit once filled; Belady never
  * below the policy), the experts must not be uploaded, and a profile-seeded fixed cache must
  * admit nothing.
- * usage: test_hybrid path/to/strata-sim.so path/to/strata-cpu-avx2.so */
+ * usage: test_hybrid GPU_MODULE.so CPU_MODULE.so [GPU_BACKEND]
+ *   GPU_BACKEND: the module playing the GPU, "sim" (default; device memory is then counted
+ *   exactly and checked) or e.g. "cuda" (exit 77 when it has no device). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "quant/quant.h"
 
 static int g_fail = 0;
+static int g_exact = 1; /* the "GPU" counts its memory exactly (the simulated device) */
 #define CHECK(cond, ...)                                         \
     do {                                                         \
         if (!(cond)) {                                           \
@@ -141,7 +144,8 @@ static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_
               (unsigned long long)info2.cpu_assign, (unsigned long long)info2.stats.misses);
     }
     st_model_free(m);
-    CHECK(dev_free(gpu) == free0, "the model left %lld bytes on the device", (long long)(free0 - dev_free(gpu)));
+    CHECK(!g_exact || dev_free(gpu) == free0, "the model left %lld bytes on the device",
+          (long long)(free0 - dev_free(gpu)));
     return rc;
 }
 
@@ -260,7 +264,7 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
                       "%s %s: uploaded %llu, all-resident %llu, experts %llu", arch, cases[c].name,
                       (unsigned long long)o.uploaded, (unsigned long long)ref.uploaded,
                       (unsigned long long)desc->bytes_experts);
-                CHECK(o.dev_used < ref.dev_used || cases[c].slots == total, "%s %s: device use %llu >= %llu", arch,
+                CHECK(!g_exact || o.dev_used < ref.dev_used || cases[c].slots == total, "%s %s: device use %llu >= %llu", arch,
                       cases[c].name, (unsigned long long)o.dev_used, (unsigned long long)ref.dev_used);
                 if (cases[c].slots == 0) CHECK(s->hits == 0 && hr == 0.0, "%s 0%%: hit rate %.3f", arch, hr);
                 if (cases[c].slots == total)
@@ -485,7 +489,7 @@ static void test_refusals(const dev *gpu) {
         CHECK(m == NULL && strstr(err, "UNIFIED"), "non-unified CPU module: load %s (%s)", m ? "succeeded" : "failed",
               err);
         st_model_free(m);
-        CHECK(dev_free(gpu) == f0, "a refused load left %lld bytes on the device", (long long)(f0 - dev_free(gpu)));
+        CHECK(!g_exact || dev_free(gpu) == f0, "a refused load left %lld bytes on the device", (long long)(f0 - dev_free(gpu)));
     }
     st_model_desc_free(desc);
     st_gguf_close(g);
@@ -494,9 +498,11 @@ static void test_refusals(const dev *gpu) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s strata-sim.so strata-cpu.so\n", argv[0]);
+        fprintf(stderr, "usage: %s GPU_MODULE.so CPU_MODULE.so [GPU_BACKEND]\n", argv[0]);
         return 2;
     }
+    const char *gpu_name = argc > 3 ? argv[3] : "sim";
+    g_exact = !strcmp(gpu_name, "sim");
     char sp[2048];
     snprintf(sp, sizeof sp, "%s:%s", argv[1], argv[2]);
     if (!getenv("STRATA_SIM")) setenv("STRATA_SIM", "devices=1,mem=256MiB", 1);
@@ -507,14 +513,14 @@ int main(int argc, char **argv) {
     opt.skip_exe_dir = 1;
     st_backend_registry *reg = st_backend_registry_open(&opt);
     dev gpu, cpu;
-    if (!reg || open_dev(reg, "sim", &gpu) || open_dev(reg, "cpu", &cpu)) {
-        fprintf(stderr, "SKIP: the sim and CPU modules are needed\n");
+    if (!reg || open_dev(reg, gpu_name, &gpu) || open_dev(reg, "cpu", &cpu)) {
+        fprintf(stderr, "SKIP: a %s device and the CPU module are needed\n", gpu_name);
         if (reg) st_backend_registry_close(reg);
         return 77;
     }
     test_refusals(&gpu);
     test_pin(&gpu, &cpu);
-    test_plan_bound(reg, &gpu);
+    if (g_exact) test_plan_bound(reg, &gpu); /* device memory read back exactly */
     test_arch("qwen3moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen2moe", ST_TYPE_F32, LOGIT_TOL, &gpu, &cpu);
     test_arch("qwen3moe", ST_TYPE_Q8_0, LOGIT_TOL_Q8, &gpu, &cpu);
