@@ -185,6 +185,11 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
         snprintf(err, errlen, "--expert-policy profile keeps the cache fixed to a profile: give --expert-profile");
         return -1;
     }
+    /* a few of the slots stage the misses of long steps (a prefill) on the device */
+    const int32_t stage = slots >= 64 ? 16 : slots >= 16 ? (int32_t)(slots / 4) : 0;
+    slots -= stage;
+    mp->expert_stage_slots = stage;
+    mp->expert_stage_rows = 0;
     out->expert_slots = slots;
     mp->expert_slots = slots;
     mp->expert_policy = o->policy;
@@ -194,9 +199,9 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     mp->cpu_index = out->cpu_index;
     mp->expert_pin = 1; /* uploads from the pinned file are asynchronous (CUDA: cudaHostRegister) */
     if (log)
-        fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s); misses on %s (%s)\n", (long long)slots,
-                (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
-                cd->module->api->name, cd->props->name);
+        fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s) and %d staging slots; misses on %s (%s)\n",
+                (long long)slots, (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
+                stage, cd->module->api->name, cd->props->name);
     return 0;
 }
 
@@ -343,7 +348,8 @@ size_t st_offload_format_json(st_model *m, char *buf, size_t len) {
                      "\"hits\":%llu,\"misses\":%llu,\"inserts\":%llu,\"evictions\":%llu,\"hit_rate\":%.4f,"
                      "\"belady_hit_rate\":%.4f,\"bytes\":{\"device\":%llu,\"host\":%llu,\"upload\":%llu},"
                      "\"tokens\":%llu,\"cpu_assignments\":%llu,\"cpu_ms_per_token\":%.4f,"
-                     "\"route_sync_ms_per_token\":%.4f,\"pinned_bytes\":%llu}",
+                     "\"route_sync_ms_per_token\":%.4f,\"pinned_bytes\":%llu,\"stage_slots\":%lld,"
+                     "\"staged_experts\":%llu,\"staged_assignments\":%llu,\"upload_ms_per_expert\":%.4f}",
                      (long long)in.slots, (long long)in.experts_total, (unsigned long long)in.slot_bytes,
                      st_expert_policy_name(st_model_params_of(m)->expert_policy), (unsigned long long)in.stats.hits,
                      (unsigned long long)in.stats.misses, (unsigned long long)in.stats.inserts,
@@ -351,7 +357,8 @@ size_t st_offload_format_json(st_model *m, char *buf, size_t len) {
                      (unsigned long long)in.stats.bytes_device, (unsigned long long)in.stats.bytes_host,
                      (unsigned long long)in.stats.bytes_upload, (unsigned long long)in.tokens,
                      (unsigned long long)in.cpu_assign, in.cpu_s * 1e3 / tok, in.route_s * 1e3 / tok,
-                     (unsigned long long)in.pinned_bytes);
+                     (unsigned long long)in.pinned_bytes, (long long)in.stage_slots,
+                     (unsigned long long)in.stage_experts, (unsigned long long)in.stage_assign, in.upload_s * 1e3);
     if (w < 0) return 0;
     return (size_t)w < len ? (size_t)w : (len ? len - 1 : 0);
 }

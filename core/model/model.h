@@ -47,6 +47,11 @@ typedef struct st_model_params {
     uint32_t cpu_index;          /* cpu_dev's index in cpu_api's module (for op_supported) */
     int32_t expert_pin;          /* nonzero: register the file's expert tensors with the device
                                     (pinned, for asynchronous uploads) when it can */
+    int32_t expert_stage_slots;  /* device slots (besides expert_slots) for staging: in a step with
+                                    many rows per missed expert (a prefill) such experts are copied
+                                    there and computed on the device instead of the CPU; 0 = none */
+    int32_t expert_stage_rows;   /* rows a missed expert needs to be staged: 0 = from measured copy
+                                    and CPU times, -1 = never, N = at least N */
 } st_model_params;
 
 /* Fills the defaults above. */
@@ -122,6 +127,10 @@ typedef struct st_model_expert_info {
     double cpu_s;             /* wall seconds spent in the CPU module's expert ops */
     double route_s;           /* wall seconds waiting for the router's choices (the sync) */
     uint64_t pinned_bytes;    /* bytes of the file's expert tensors registered with the device */
+    int64_t stage_slots;      /* staging slots */
+    uint64_t stage_experts;   /* experts copied to staging slots */
+    uint64_t stage_assign;    /* (token, expert) pairs computed from staging slots */
+    double upload_s;          /* measured seconds of one expert's copy (staging only) */
     const char *pin_note;     /* why pinning stopped ("" when it did not), borrowed */
 } st_model_expert_info;
 

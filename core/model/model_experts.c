@@ -59,6 +59,18 @@ struct st_model_hx {
     st_stream *cpu_stream;
     int64_t n_hit, n_miss;  /* of the layer in flight */
     int64_t n_loads;        /* admissions of the layer in flight, copied by st_model_experts_admit */
+    /* staging: misses with many rows (a prefill) are uploaded to staging slots, after the
+     * cache's slots in each arena, and computed on the device, in rounds of n_stage experts */
+    int64_t n_stage;        /* staging slots (0: every miss runs on the CPU) */
+    int32_t *stage_dev;     /* device: [n_expert] expert -> staging slot of the round, or -1 */
+    int32_t *stage_host;    /* [rounds][n_expert] mirrors, one per round of a layer */
+    int64_t max_rounds;
+    int32_t *miss_cnt;      /* [n_expert] missed rows per expert of the layer */
+    int32_t *stage_of;      /* [n_expert] place among the layer's staged experts, or -1 */
+    int32_t *staged;        /* [n_expert] the staged experts in order */
+    int64_t n_staged_assign;/* of the layer in flight: rows computed from staging slots */
+    double upload_s;        /* measured: one expert's copy to the device */
+    uint64_t stage_experts, stage_assign; /* statistics */
     /* admissions are copied on their own stream when the device has events: the compute stream
      * waits for them only before its next hits */
     st_stream *up_stream;   /* NULL: the compute stream copies them */
@@ -81,15 +93,16 @@ struct st_model_hx {
 
 static uint64_t slice_bytes(const st_gguf_tensor *t) { return st_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1]; }
 
-/* Copies expert (layer, expert)'s three slices from the file into `slot`. */
-static int upload_expert(st_model *m, int32_t layer, int32_t expert, int64_t slot, char *err, size_t errlen) {
+/* Copies expert (layer, expert)'s three slices from the file into `slot`, on stream `st`. */
+static int upload_expert_on(st_model *m, st_stream *st, int32_t layer, int32_t expert, int64_t slot, char *err,
+                            size_t errlen) {
     st_model_hx *h = m->hx;
     for (int i = 0; i < 3; i++) {
         const st_gguf_tensor *t = m->desc->layers[layer].t[k_roles[i]];
         const uint64_t b = slice_bytes(t);
         const char *src = (const char *)t->data + b * (uint64_t)expert;
         char *dst = (char *)h->arena[i] + h->stride[i] * (uint64_t)slot;
-        st_status s = m->api->copy_h2d(h->up_stream ? h->up_stream : m->stream, dst, src, b);
+        st_status s = m->api->copy_h2d(st, dst, src, b);
         if (s != ST_OK) {
             snprintf(err, errlen, "layer %d: uploading expert %d into slot %lld: %s", layer, expert, (long long)slot,
                      m->api->last_error());
@@ -97,6 +110,11 @@ static int upload_expert(st_model *m, int32_t layer, int32_t expert, int64_t slo
         }
     }
     return 0;
+}
+
+/* The cache's admissions: on the upload stream when there is one. */
+static int upload_expert(st_model *m, int32_t layer, int32_t expert, int64_t slot, char *err, size_t errlen) {
+    return upload_expert_on(m, m->hx->up_stream ? m->hx->up_stream : m->stream, layer, expert, slot, err, errlen);
 }
 
 static int upload_table(st_model *m, char *err, size_t errlen) {
@@ -178,8 +196,24 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
 
     /* device: arenas, table, row map */
     static const char *const what[3] = {"expert slots (gate)", "expert slots (up)", "expert slots (down)"};
-    for (int i = 0; i < 3 && h->n_slots > 0; i++)
-        if (st_model_alloc(m, h->stride[i] * (uint64_t)h->n_slots, &h->arena[i], what[i], err, errlen)) return -1;
+    h->n_stage = m->p.expert_stage_slots > 0 ? m->p.expert_stage_slots : 0;
+    if (h->n_stage > X) h->n_stage = X;
+    const int64_t arena_slots = h->n_slots + h->n_stage;
+    for (int i = 0; i < 3 && arena_slots > 0; i++)
+        if (st_model_alloc(m, h->stride[i] * (uint64_t)arena_slots, &h->arena[i], what[i], err, errlen)) return -1;
+    if (h->n_stage > 0) {
+        h->max_rounds = (X + h->n_stage - 1) / h->n_stage;
+        if (st_model_alloc(m, (uint64_t)X * 4u, (void **)&h->stage_dev, "expert staging table", err, errlen))
+            return -1;
+        h->stage_host = malloc((size_t)(h->max_rounds * X) * sizeof(int32_t));
+        h->miss_cnt = malloc((size_t)X * sizeof(int32_t));
+        h->stage_of = malloc((size_t)X * sizeof(int32_t));
+        h->staged = malloc((size_t)X * sizeof(int32_t));
+        if (!h->stage_host || !h->miss_cnt || !h->stage_of || !h->staged) {
+            snprintf(err, errlen, "out of host memory for expert staging");
+            return -1;
+        }
+    }
     if (st_model_alloc(m, (uint64_t)(L * X) * 4u, (void **)&h->table_dev, "expert slot table", err, errlen) ||
         st_model_alloc(m, (uint64_t)A * 12u, (void **)&h->idx_dev, "expert indices", err, errlen))
         return -1;
@@ -310,6 +344,22 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         return -1;
     }
     st_expert_cache_table_clean(h->cache);
+    if (h->n_stage > 0) {
+        /* what one expert's copy takes (best of 3), for choosing between staging and the CPU */
+        int64_t l0 = 0;
+        while (l0 < L && !m->desc->layers[l0].is_moe) l0++;
+        h->upload_s = 1e9;
+        for (int r = 0; r < 3 && l0 < L; r++) {
+            uint64_t t0 = st_now_ns();
+            if (upload_expert(m, (int32_t)l0, 0, h->n_slots, err, errlen)) return -1;
+            if (m->api->stream_sync(h->up_stream ? h->up_stream : m->stream) != ST_OK) {
+                snprintf(err, errlen, "timing an expert upload: %s", m->api->last_error());
+                return -1;
+            }
+            double t = (double)(st_now_ns() - t0) / 1e9;
+            if (t < h->upload_s) h->upload_s = t;
+        }
+    }
     return 0;
 }
 
@@ -337,6 +387,10 @@ void st_model_experts_free(st_model *m) {
     free(h->miss_g);
     free(h->miss_u);
     free(h->loads);
+    free(h->stage_host);
+    free(h->miss_cnt);
+    free(h->stage_of);
+    free(h->staged);
     free(h->tr_layer);
     free(h->tr_expert);
     free(h->tr_step);
@@ -381,10 +435,24 @@ static int trace_add(st_model_hx *h, int32_t layer, const int32_t *ids, int64_t 
 /* A layer's slot arena as a MOE_MATMUL weight: [n_slots][rows][cols] of the layer's type. */
 static st_tensor slot_view(const st_model *m, int il, int i) {
     const st_gguf_tensor *t = m->desc->layers[il].t[k_roles[i]];
-    st_tensor v = st_model_view3(m->hx->arena[i], t->type, t->ne[0], t->ne[1], m->hx->n_slots);
+    const int64_t ns = m->hx->n_slots + m->hx->n_stage;
+    st_tensor v = st_model_view3(m->hx->arena[i], t->type, t->ne[0], t->ne[1], ns);
     v.nb[2] = (int64_t)m->hx->stride[i];
-    v.nb[3] = v.nb[2] * m->hx->n_slots;
+    v.nb[3] = v.nb[2] * ns;
     return v;
+}
+
+/* The rows this layer should stage an expert for: expert_stage_rows when set, else the rows at
+ * which one expert's measured copy costs less than computing them on the CPU (the CPU's time per
+ * row measured on the misses so far; 16 until 64 rows were measured; at least 4). 0 = never. */
+static int64_t stage_rows(const st_model *m) {
+    const st_model_hx *h = m->hx;
+    if (m->p.expert_stage_rows < 0) return 0;
+    if (m->p.expert_stage_rows > 0) return m->p.expert_stage_rows;
+    if (h->cpu_assign < 64) return 16;
+    const double per_row = h->cpu_s / (double)h->cpu_assign;
+    int64_t r = per_row > 0 ? (int64_t)(h->upload_s / per_row) + 1 : 16;
+    return r < 4 ? 4 : r;
 }
 
 #define OPCHK(call, what)                                                                                  \
@@ -396,11 +464,48 @@ static st_tensor slot_view(const st_model *m, int il, int i) {
         }                                                                                                  \
     } while (0)
 
+/* Rows [pos, pos + cnt) of the layer's reordered assignments through `slot_table` on the device:
+ * gate and up from `cur`, SwiGLU, down into the same rows of the expert rows. */
+static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, int64_t cnt, const int32_t *slot_table,
+                      const char *layer_txt, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    st_work *w = &m->w;
+    const st_backend_api *api = m->api;
+    const int64_t E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    st_moe_matmul_args g;
+    memset(&g, 0, sizeof g);
+    g.size = sizeof g;
+    g.n_assign = (int32_t)cnt;
+    g.w = slot_view(m, il, 0);
+    g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
+    g.out = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
+    g.slot_table = slot_table;
+    g.expert = h->idx_dev + pos;
+    g.x_row = h->idx_dev + A + pos;
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, device)");
+    g.w = slot_view(m, il, 1);
+    g.out = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, device)");
+    st_swiglu_args s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    s.gate = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
+    s.up = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
+    s.out = s.gate;
+    OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, device)");
+    g.w = slot_view(m, il, 2);
+    g.x = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
+    g.out = st_model_view2(w->ed + (size_t)(pos * E), ST_TYPE_F32, E, cnt);
+    g.x_row = w->ident;
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, device)");
+    return 0;
+}
+
 int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
     st_work *w = &m->w;
     const st_backend_api *api = m->api;
-    const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd;
     /* admissions a failed step left behind: the cache counts them resident, so copy them now */
     if (h->n_loads && st_model_experts_admit(m, il, err, errlen)) return -1;
     uint64_t t0 = st_now_ns();
@@ -423,62 +528,87 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         snprintf(err, errlen, "%srouting experts: an expert id out of range", layer_txt);
         return -1;
     }
-    /* hits first: p_expert/p_xrow in the new order, row_of[a] = a's place in it */
+    /* the layer's misses by expert: those with enough rows are staged (uploaded and computed on
+     * the device), the rest run on the CPU */
+    int64_t n_st = 0;
+    /* automatic staging is for prefill-sized steps: a decode step's few rows per expert are cheaper
+     * on the CPU, which runs beside the device's hits */
+    if (h->n_stage > 0 && n > 1 && (m->p.expert_stage_rows > 0 || n >= 16)) {
+        const int64_t X = m->hp.n_expert;
+        memset(h->miss_cnt, 0, (size_t)X * sizeof *h->miss_cnt);
+        for (int64_t a = 0; a < A; a++)
+            if (h->slot_of[a] < 0) h->miss_cnt[h->ids[a]]++;
+        const int64_t rows = stage_rows(m);
+        for (int64_t e = 0; e < X; e++) {
+            h->stage_of[e] = -1;
+            if (rows > 0 && h->miss_cnt[e] >= rows) {
+                h->stage_of[e] = (int32_t)n_st;
+                h->staged[n_st++] = (int32_t)e;
+            }
+        }
+    }
+    /* the order: hits, staged misses (by round, then expert), CPU misses; row_of[a] = a's place */
     int32_t *p_expert = h->idx, *p_xrow = h->idx + A, *row_of = h->idx + 2 * A;
-    int64_t nh = 0;
+    int64_t at = 0;
     for (int64_t a = 0; a < A; a++)
         if (h->slot_of[a] >= 0) {
-            p_expert[nh] = h->ids[a];
-            p_xrow[nh] = (int32_t)(a / k);
-            row_of[a] = (int32_t)nh++;
+            p_expert[at] = h->ids[a];
+            p_xrow[at] = (int32_t)(a / k);
+            row_of[a] = (int32_t)at++;
         }
+    const int64_t nh = at;
+    for (int64_t i = 0; i < n_st; i++) /* staged experts are in round order already */
+        for (int64_t a = 0; a < A; a++)
+            if (h->slot_of[a] < 0 && h->ids[a] == h->staged[i]) {
+                p_expert[at] = h->ids[a];
+                p_xrow[at] = (int32_t)(a / k);
+                row_of[a] = (int32_t)at++;
+            }
     h->n_hit = nh;
+    h->n_staged_assign = at - nh;
     h->n_miss = 0;
     for (int64_t a = 0; a < A; a++)
-        if (h->slot_of[a] < 0) {
+        if (h->slot_of[a] < 0 && !(n_st > 0 && h->stage_of[h->ids[a]] >= 0)) {
             h->miss_expert[h->n_miss] = h->ids[a];
             h->miss_xrow[h->n_miss] = (int32_t)(a / k);
-            p_expert[nh + h->n_miss] = h->ids[a];
-            p_xrow[nh + h->n_miss] = (int32_t)(a / k);
-            row_of[a] = (int32_t)(nh + h->n_miss++);
+            p_expert[at] = h->ids[a];
+            p_xrow[at] = (int32_t)(a / k);
+            row_of[a] = (int32_t)at++;
+            h->n_miss++;
         }
     /* the three arrays in one copy (laid out A apart on both sides) */
     OPCHK(api->copy_h2d(m->stream, h->idx_dev, h->idx, (uint64_t)A * 12u), "uploading expert indices");
-    if (nh > 0 && h->up_pending) {
-        /* the hits may read slots an earlier admission is still filling */
+    if ((nh > 0 || n_st > 0) && h->up_pending) {
+        /* the hits may read slots an earlier admission is still filling, and staging copies
+         * must not overtake it either */
         OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
         h->up_pending = 0;
     }
     h->n_loads = n_loads;
-    if (nh > 0) {
-        /* the hits, through the table as it stands (it holds every hit; admissions come after) */
-        st_moe_matmul_args g;
-        memset(&g, 0, sizeof g);
-        g.size = sizeof g;
-        g.n_assign = (int32_t)nh;
-        g.w = slot_view(m, il, 0);
-        g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
-        g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
-        g.slot_table = h->table_dev + (size_t)il * (size_t)m->hp.n_expert;
-        g.expert = h->idx_dev;
-        g.x_row = h->idx_dev + A;
-        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, cached)");
-        g.w = slot_view(m, il, 1);
-        g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, nh);
-        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, cached)");
-        st_swiglu_args s;
-        memset(&s, 0, sizeof s);
-        s.size = sizeof s;
-        s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
-        s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, nh);
-        s.out = s.gate;
-        OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, cached)");
-        g.w = slot_view(m, il, 2);
-        g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, nh);
-        g.out = st_model_view2(w->ed, ST_TYPE_F32, E, nh);
-        g.x_row = w->ident;
-        OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, cached)");
+    /* the hits, through the table as it stands (it holds every hit; admissions come after) */
+    if (nh > 0 &&
+        device_ffn(m, il, n, A, 0, nh, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, layer_txt, err, errlen))
+        return -1;
+    /* staged rounds: copy up to n_stage experts, point the staging table at them, compute their
+     * rows; the next round's copies are ordered after this round's reads on the stream */
+    int64_t pos = nh;
+    for (int64_t r = 0; r * h->n_stage < n_st; r++) {
+        const int64_t e0 = r * h->n_stage, e1 = e0 + h->n_stage < n_st ? e0 + h->n_stage : n_st;
+        int32_t *tab = h->stage_host + (size_t)r * (size_t)m->hp.n_expert;
+        for (int64_t e = 0; e < m->hp.n_expert; e++) tab[e] = -1;
+        int64_t cnt = 0;
+        for (int64_t i = e0; i < e1; i++) {
+            const int64_t slot = h->n_slots + (i - e0);
+            if (upload_expert_on(m, m->stream, il, h->staged[i], slot, err, errlen)) return -1;
+            tab[h->staged[i]] = (int32_t)slot;
+            cnt += h->miss_cnt[h->staged[i]];
+        }
+        OPCHK(api->copy_h2d(m->stream, h->stage_dev, tab, (uint64_t)m->hp.n_expert * 4u), "uploading the staging table");
+        if (device_ffn(m, il, n, A, pos, cnt, h->stage_dev, layer_txt, err, errlen)) return -1;
+        pos += cnt;
+        h->stage_experts += (uint64_t)(e1 - e0);
     }
+    h->stage_assign += (uint64_t)(pos - nh);
     return 0;
 }
 
@@ -547,7 +677,8 @@ int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_
         h->cpu_s += (double)(st_now_ns() - t0) / 1e9;
         h->cpu_assign += (uint64_t)nm;
         api = m->api;
-        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)(h->n_hit * E), h->miss_out, (uint64_t)(nm * E) * 4u),
+        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)((h->n_hit + h->n_staged_assign) * E), h->miss_out,
+                            (uint64_t)(nm * E) * 4u),
               "uploading CPU expert rows");
     }
     *rows = m->w.ed;
@@ -589,6 +720,10 @@ int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     out->cpu_s = h->cpu_s;
     out->route_s = h->route_s;
     out->pinned_bytes = h->pinned_bytes;
+    out->stage_slots = h->n_stage;
+    out->stage_experts = h->stage_experts;
+    out->stage_assign = h->stage_assign;
+    out->upload_s = h->upload_s;
     out->pin_note = h->pin_note;
     return 0;
 }
@@ -599,7 +734,7 @@ void st_model_expert_stats_reset(st_model *m) {
     st_model_hx *h = m->hx;
     if (!h) return;
     st_expert_cache_stats_reset(h->cache);
-    h->forwards = h->tokens = h->cpu_assign = 0;
+    h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = 0;
     h->cpu_s = h->route_s = 0;
     h->tr_n = 0;
 }

@@ -35,7 +35,7 @@ static int g_exact = 1; /* the "GPU" counts its memory exactly (the simulated de
     } while (0)
 
 #define N_GEN 64
-#define N_PROMPT 5
+#define N_PROMPT 12
 /* Logits of the hybrid model against the all-resident one, per step: max |diff| over the row
  * divided by max |logit| of the row. The misses run in another module's arithmetic (AVX2 F32
  * dot products with a different summation order than the reference), so rows differ by float
@@ -50,6 +50,7 @@ typedef struct dev {
     const st_backend_api *api;
     uint32_t index;
     st_device *dev;
+    int exact; /* counts its memory exactly (the simulated device; a CPU device reports free RAM) */
 } dev;
 
 typedef struct run_out {
@@ -71,7 +72,7 @@ static uint64_t dev_free(const dev *d) {
 
 /* Prompt + greedy decode. slots < 0: every expert resident. Returns 0 or -1. */
 static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_t slots, int policy,
-               const st_expert_profile *prof, run_out *o) {
+               const st_expert_profile *prof, int stage_slots, run_out *o) {
     char err[1024];
     const int32_t V = desc->hp.n_vocab;
     st_model_params p;
@@ -82,6 +83,8 @@ static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_
     p.expert_slots = slots;
     p.expert_policy = policy;
     p.expert_profile = prof;
+    p.expert_stage_slots = stage_slots;
+    p.expert_stage_rows = stage_slots > 0 ? 2 : -1; /* stage any expert with 2 rows or more */
     p.cpu_api = cpu->api;
     p.cpu_dev = cpu->dev;
     p.cpu_index = cpu->index;
@@ -97,7 +100,7 @@ static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_
     o->logits = malloc(sizeof(float) * (size_t)V * N_GEN);
     st_model_expert_trace(m, 1);
     if (slots < 0) st_model_count_experts(m, 1);
-    int32_t prompt[N_PROMPT] = {1, 17, 42, 99, 7};
+    int32_t prompt[N_PROMPT] = {1, 17, 42, 99, 7, 23, 5, 64, 31, 8, 77, 12};
     int rc = st_model_eval(m, 0, prompt, N_PROMPT, 0, 0, NULL, err, sizeof err);
     int32_t t = 0;
     for (int i = 0; rc == 0 && i < N_GEN; i++) {
@@ -140,11 +143,13 @@ static int run(const st_model_desc *desc, const dev *gpu, const dev *cpu, int64_
                   (unsigned long long)info2.stats.hits, (unsigned long long)info2.stats.misses);
         }
         if (slots == 0) CHECK(info2.stats.hits == 0, "0 slots: %llu hits", (unsigned long long)info2.stats.hits);
-        CHECK(info2.cpu_assign == info2.stats.misses, "CPU computed %llu assignments, the cache counted %llu misses",
-              (unsigned long long)info2.cpu_assign, (unsigned long long)info2.stats.misses);
+        CHECK(info2.cpu_assign + info2.stage_assign == info2.stats.misses,
+              "CPU computed %llu assignments and staging %llu, the cache counted %llu misses",
+              (unsigned long long)info2.cpu_assign, (unsigned long long)info2.stage_assign,
+              (unsigned long long)info2.stats.misses);
     }
     st_model_free(m);
-    CHECK(!g_exact || dev_free(gpu) == free0, "the model left %lld bytes on the device",
+    CHECK(!gpu->exact || dev_free(gpu) == free0, "the model left %lld bytes on the device",
           (long long)(free0 - dev_free(gpu)));
     return rc;
 }
@@ -165,6 +170,7 @@ static int open_dev(st_backend_registry *reg, const char *name, dev *d) {
         if (strcmp(bd->module->api->name, name) && strcmp(bd->module->backend, name)) continue;
         d->api = bd->module->api;
         d->index = bd->index;
+        d->exact = !strcmp(bd->module->api->name, "sim");
         if (d->api->device_open(d->index, &d->dev) != ST_OK) {
             fprintf(stderr, "opening %s: %s\n", name, d->api->last_error());
             return -1;
@@ -205,7 +211,7 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
     for (int l = 0; l < desc->hp.n_layer; l++) total += desc->layers[l].is_moe ? desc->hp.n_expert : 0;
     run_out ref;
     memset(&ref, 0, sizeof ref);
-    if (run(desc, gpu, cpu, -1, 0, NULL, &ref) == 0) {
+    if (run(desc, gpu, cpu, -1, 0, NULL, 0, &ref) == 0) {
         const uint64_t accesses = ref.counts_sum; /* prompt + N_GEN-1 decode forwards, k per token per layer */
         CHECK(accesses == (uint64_t)(N_PROMPT + N_GEN - 1) * (uint64_t)desc->hp.n_expert_used * (uint64_t)total /
                               (uint64_t)desc->hp.n_expert,
@@ -214,11 +220,14 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
             int64_t slots;
             int policy;
             const char *name;
-        } cases[] = {{0, ST_EXPERT_LFRU, "0% lfru"},
-                     {total / 2, ST_EXPERT_LFRU, "50% lfru"},
-                     {total / 2, ST_EXPERT_LRU, "50% lru"},
-                     {total, ST_EXPERT_LFRU, "100% lfru"},
-                     {total / 2, ST_EXPERT_PROFILE, "50% profile"}};
+            int stage;
+        } cases[] = {{0, ST_EXPERT_LFRU, "0% lfru", 0},
+                     {total / 2, ST_EXPERT_LFRU, "50% lfru", 0},
+                     {total / 2, ST_EXPERT_LRU, "50% lru", 0},
+                     {total, ST_EXPERT_LFRU, "100% lfru", 0},
+                     {total / 2, ST_EXPERT_PROFILE, "50% profile", 0},
+                     {0, ST_EXPERT_LFRU, "0% staged", 3},
+                     {total / 4, ST_EXPERT_LRU, "25% staged", 2}};
         /* quantized weights: the CPU module's own arithmetic (8-bit activations in its integer dot
          * products) differs from the reference's, enough to flip a router's choice; the bound for
          * the hybrid is then what the CPU module alone, every expert on it, deviates by */
@@ -226,7 +235,7 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
         if (wtype != ST_TYPE_F32) {
             run_out c;
             memset(&c, 0, sizeof c);
-            if (run(desc, cpu, cpu, -1, 0, NULL, &c) == 0)
+            if (run(desc, cpu, cpu, -1, 0, NULL, 0, &c) == 0)
                 for (int i = 0; i < N_GEN; i++)
                     cpu_dev = fmax(cpu_dev, row_diff(c.logits + (size_t)i * V, ref.logits + (size_t)i * V, V));
             printf("%-9s %-4s the CPU module alone (every expert on it) deviates from the sim by %.3g\n", arch,
@@ -242,7 +251,7 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
             run_out o;
             memset(&o, 0, sizeof o);
             const st_expert_profile *pf = cases[c].policy == ST_EXPERT_PROFILE ? prof : NULL;
-            if (run(desc, gpu, cpu, cases[c].slots, cases[c].policy, pf, &o) == 0) {
+            if (run(desc, gpu, cpu, cases[c].slots, cases[c].policy, pf, cases[c].stage, &o) == 0) {
                 int same = 1, first = -1;
                 double worst = 0;
                 for (int i = 0; i < N_GEN; i++) {
@@ -264,7 +273,7 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
                       "%s %s: uploaded %llu, all-resident %llu, experts %llu", arch, cases[c].name,
                       (unsigned long long)o.uploaded, (unsigned long long)ref.uploaded,
                       (unsigned long long)desc->bytes_experts);
-                CHECK(!g_exact || o.dev_used < ref.dev_used || cases[c].slots == total, "%s %s: device use %llu >= %llu", arch,
+                CHECK(!gpu->exact || o.dev_used < ref.dev_used || cases[c].slots + cases[c].stage >= total, "%s %s: device use %llu >= %llu", arch,
                       cases[c].name, (unsigned long long)o.dev_used, (unsigned long long)ref.dev_used);
                 if (cases[c].slots == 0) CHECK(s->hits == 0 && hr == 0.0, "%s 0%%: hit rate %.3f", arch, hr);
                 if (cases[c].slots == total)
@@ -272,6 +281,13 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
                           "%s 100%%: %llu inserts for %lld experts", arch, (unsigned long long)s->inserts,
                           (long long)total);
                 if (cases[c].slots > 0) CHECK(s->hits > 0, "%s %s: no hit at all", arch, cases[c].name);
+                if (cases[c].stage)
+                    CHECK(o.info.stage_assign > 0 && o.info.stage_experts > 0 && o.info.stage_slots == cases[c].stage,
+                          "%s %s: nothing staged (%llu rows, %llu experts, %lld slots)", arch, cases[c].name,
+                          (unsigned long long)o.info.stage_assign, (unsigned long long)o.info.stage_experts,
+                          (long long)o.info.stage_slots);
+                else
+                    CHECK(o.info.stage_assign == 0, "%s %s: staged without staging slots", arch, cases[c].name);
                 if (cases[c].policy == ST_EXPERT_PROFILE)
                     CHECK(s->inserts == 0, "%s profile: %llu admissions (fixed cache)", arch,
                           (unsigned long long)s->inserts);
@@ -280,10 +296,11 @@ static void test_arch(const char *arch, uint32_t wtype, double tol, const dev *g
                     CHECK(o.belady.hits >= s->hits, "%s %s: Belady %llu hits < policy %llu", arch, cases[c].name,
                           (unsigned long long)o.belady.hits, (unsigned long long)s->hits);
                 printf("%-9s %-4s %-12s slots %3lld/%lld: hit rate %.3f (Belady %.3f), %llu inserts, %llu on the CPU, "
-                       "logits within %.2g, device %.1f KiB (all resident %.1f KiB)\n",
+                       "%llu staged, logits within %.2g, device %.1f KiB (all resident %.1f KiB)\n",
                        arch, st_type_name(wtype), cases[c].name, (long long)cases[c].slots, (long long)total, hr,
                        o.have_belady ? (double)o.belady.hits / (double)(o.belady.hits + o.belady.misses) : -1.0,
-                       (unsigned long long)s->inserts, (unsigned long long)o.info.cpu_assign, worst,
+                       (unsigned long long)s->inserts, (unsigned long long)o.info.cpu_assign,
+                       (unsigned long long)o.info.stage_assign, worst,
                        (double)o.dev_used / 1024.0, (double)ref.dev_used / 1024.0);
             }
             free(o.logits);
@@ -489,7 +506,7 @@ static void test_refusals(const dev *gpu) {
         CHECK(m == NULL && strstr(err, "UNIFIED"), "non-unified CPU module: load %s (%s)", m ? "succeeded" : "failed",
               err);
         st_model_free(m);
-        CHECK(!g_exact || dev_free(gpu) == f0, "a refused load left %lld bytes on the device", (long long)(f0 - dev_free(gpu)));
+        CHECK(!gpu->exact || dev_free(gpu) == f0, "a refused load left %lld bytes on the device", (long long)(f0 - dev_free(gpu)));
     }
     st_model_desc_free(desc);
     st_gguf_close(g);
