@@ -90,8 +90,8 @@ fi
   echo "Prompt $np tokens, $ng decoded, best of $reps; $threads CPU threads each. GPU memory in MiB (peak of"
   echo "nvidia-smi during the run, the idle $idle MiB included; '-' when not measured)."
   echo
-  echo "| budget | sequences | Strata decode tok/s | llama.cpp decode tok/s | ratio | N | Strata VRAM planned / peak | llama.cpp VRAM estimated / peak | hit rate: run (Belady) / decode | CPU ms per decoded token |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| budget | sequences | Strata decode tok/s | llama.cpp decode tok/s | ratio | prefill tok/s Strata / llama.cpp | N | Strata VRAM planned / peak | llama.cpp VRAM estimated / peak | hit rate: run (Belady) / decode | CPU ms per decoded token |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } >>"$out"
 
 raw=""
@@ -128,7 +128,7 @@ for b in $budgets; do
     bel=$(j "$sj" belady_hit_rate)
     note=""
     if [ "$speak" != - ] && [ "$lpeak" != - ] && [ "$lpeak" -gt "$speak" ]; then note=" (llama.cpp above Strata)"; fi
-    echo "| $b | $par | $sd | $ld | $(ratio "$sd" "$ld") | $n | $(mib "$alloc") / $speak | $(mib "$est") / $lpeak$note | ${hr:--} (${bel:--}) / ${hrd:--} | ${cpu:--} |" >>"$out"
+    echo "| $b | $par | $sd | $ld | $(ratio "$sd" "$ld") | $(j "$sj" prefill_tok_s) / $(j "$lj" prefill_tok_s) | $n | $(mib "$alloc") / $speak | $(mib "$est") / $lpeak$note | ${hr:--} (${bel:--}) / ${hrd:--} | ${cpu:--} |" >>"$out"
     raw="$raw"$'\n'"- Strata $b x$par: \`$sj\`"$'\n'"- llama.cpp --ncmoe $n x$par: \`$lj\`"
   done
 done

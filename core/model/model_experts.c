@@ -18,8 +18,13 @@
  *      tensors (read in place: the CPU device is unified);
  *   5. one upload puts the miss rows into rows hits..A-1 and MOE_COMBINE sums each token's k
  *      rows through the row map, in the router's order (j ascending), as without a cache.
+ * Staging (expert_stage_slots > 0): in a step with many rows per missed expert (a prefill), the
+ * experts whose rows would cost the CPU more than one copy costs are copied, in rounds, into
+ * staging slots after the cache's slots and computed on the device like hits; their rows follow
+ * the hits', the CPU's follow theirs.
  * The expert rows, activations and router buffers are the model's usual work buffers; besides
- * the slots and the table, the cache adds only 3 x A int32 of indices on the device.
+ * the slots and the table, the cache adds only 3 x A int32 of indices (and with staging an
+ * [n_expert] staging table) on the device.
  * Host buffers given to asynchronous copies are rewritten only after the next layer's sync. */
 #include <stdio.h>
 #include <stdlib.h>
