@@ -2,7 +2,8 @@
 #  cpu.kernels.<isa>   every SIMD kernel slot against the scalar slot (and batch invariance)
 #  cpu.module.<isa>.tN the built module file, dlopen'ed, against core/ref with N threads
 #  cpu.conformance.<isa> the shared conformance harness on the module
-# bench_matmul (not a test) times Q4_K / Q8_0 GEMV and prints GB/s.
+# bench_matmul (not a test) times Q4_K / Q8_0 GEMV and prints GB/s; bench_ops (not a test) times
+# decode attention, one token's MoE GEMVs and argmax.
 if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
   set(_cpu_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/backends
                ${CMAKE_CURRENT_SOURCE_DIR}/quant ${CMAKE_CURRENT_SOURCE_DIR}/cpu)
@@ -50,6 +51,10 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
   add_executable(bench_matmul ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_matmul.c)
   target_include_directories(bench_matmul PRIVATE ${_cpu_inc})
   target_link_libraries(bench_matmul PRIVATE st_quant ${CMAKE_DL_LIBS} m)
+
+  add_executable(bench_ops ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_ops.c)
+  target_include_directories(bench_ops PRIVATE ${_cpu_inc})
+  target_link_libraries(bench_ops PRIVATE st_quant ${CMAKE_DL_LIBS} m)
 endif()
 
 # bench_ggml_ref (not a test): the same GEMV run by llama.cpp's CPU backend, when its prebuilt

@@ -1,6 +1,6 @@
-/* ROPE, KV_WRITE and ATTENTION on the CPU. Attention runs one task per (token, kv head): each
- * K/V row of the paged cache is converted to f32 once and used by every query head of the
- * group (GQA); softmax in f32 with the max subtracted. */
+/* ROPE, KV_WRITE and ATTENTION on the CPU. Attention reads each K/V row of the paged cache
+ * once for every query head of its GQA group, in blocks with an online softmax, and splits long
+ * contexts over threads (see the ATTENTION section). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -186,65 +186,154 @@ st_status st_cpu_kv_write(st_stream *st, const st_kv_write_args *a) {
 
 /* ---------------------------------------------------------------- ATTENTION */
 
+/* Attention runs as tasks of (token, kv head, chunk of ST_ATTN_CHUNK positions). A task walks
+ * its chunk in blocks of ST_ATTN_BLOCK positions with an online softmax: scores of every query
+ * head of the GQA group against the block's K rows (one kernel call), the running max and sum
+ * per head, then the block's V rows weighted into the head outputs (one kernel call). A context
+ * longer than one chunk is split into several tasks (so decode of one token uses every thread);
+ * the task that finishes a (token, kv head) last merges the chunks' partial results in chunk
+ * order. The chunk grid depends only on the position, so a token's result does not depend on
+ * the batch or on the thread count. */
+#define ST_ATTN_BLOCK 64
+#define ST_ATTN_CHUNK 256
+
+typedef struct attn_task_def {
+    int32_t t, kvh, c, nch; /* token, kv head, chunk, chunks of this token */
+} attn_task_def;
+
 typedef struct attn_job {
     const st_attention_args *a;
-    int64_t n, n_head, n_kv, dk, dv, group, max_len;
-    int64_t ldq, ldo;  /* padded row lengths of the per-thread q and out rows */
-    size_t per_thread; /* floats of scratch per thread */
+    int64_t n_head, n_kv, dk, dv, g;
+    int64_t ldq, ldo, dmax; /* padded q / out row lengths, widest cache row */
+    size_t per_thread;      /* floats of scratch per thread */
     float *scratch;
+    const attn_task_def *tasks;
+    int64_t n_tasks;
+    const int64_t *part_off; /* [n] first partial slot of a split token (kv head 0, chunk 0) */
+    float *part;             /* partial slots of [g] max, [g] sum, [g][dv] weighted V sum */
+    size_t part_stride;      /* floats per partial slot */
+    atomic_int *pending;     /* [n][n_kv] chunks still running of a split (token, kv head) */
     atomic_llong next;
 } attn_job;
 
-/* A cache row as f32: a pointer to the row itself (F32) or to tmp. */
-static const float *cache_load(const st_tensor *c, int64_t cell, int64_t head, float *tmp, int64_t d) {
-    const void *src = cache_row(c, cell, head);
-    if (c->type == ST_TYPE_Q8_0) {
-        st_cpu_k.wt[ST_TYPE_Q8_0].to_float(src, tmp, d);
-        return tmp;
+/* The block's rows of one kv head as kernel operands: F16/F32 cache rows in place, other
+ * types (BF16, Q8_0) converted into cv ([n][d] f32). Sets *base, *stride, *cl. */
+static uint32_t attn_rows(const st_tensor *c, int64_t kvh, const int32_t *cells, int n, int64_t d, float *cv,
+                          const void **base, int64_t *stride, const int32_t **cl) {
+    if (c->type == ST_TYPE_F16 || c->type == ST_TYPE_F32) {
+        *base = (const char *)c->data + kvh * c->nb[1];
+        *stride = c->nb[2];
+        *cl = cells;
+        return c->type;
     }
-    return st_cpu_load(c->type, src, tmp, d);
+    for (int i = 0; i < n; i++) {
+        const void *src = cache_row(c, cells[i], kvh);
+        if (c->type == ST_TYPE_Q8_0) st_cpu_k.wt[ST_TYPE_Q8_0].to_float(src, cv + (int64_t)i * d, d);
+        else st_cpu_load_to(c->type, src, cv + (int64_t)i * d, d);
+    }
+    *base = cv;
+    *stride = d * (int64_t)sizeof(float);
+    *cl = NULL;
+    return ST_TYPE_F32;
 }
 
-static void attn_one(attn_job *j, int64_t t, int64_t kvh, float *sc) {
+/* Store o[h] / l[h] of every head into the output rows of (t, kvh); a head whose positions were
+ * all masked (l = 0) gets a zero row. */
+static void attn_store(const attn_job *j, int64_t t, int64_t kvh, float *o, const float *l) {
     const st_attention_args *a = j->a;
-    int64_t dk = j->dk, dv = j->dv, g = j->group, len = a->kv_len[t];
-    float *q = sc;                  /* [g][ldq] */
-    float *o = q + g * j->ldq;      /* [g][ldo] */
-    float *kv = o + g * j->ldo;     /* [max(dk, dv)] */
-    float *p = kv + j->ldq + j->ldo; /* [g][max_len] */
+    for (int64_t h = 0; h < j->g; h++) {
+        float *oh = o + h * j->ldo;
+        if (l[h] > 0.0f) st_cpu_k.scale_f32(oh, 1.0f / l[h], j->dv);
+        else memset(oh, 0, (size_t)j->dv * sizeof(float));
+        st_cpu_store(a->out.type, oh, st_cpu_row(&a->out, t * j->n_head + kvh * j->g + h), j->dv);
+    }
+}
+
+/* Merge the nch partial results of (t, kvh) in chunk order and store them. */
+static void attn_merge(const attn_job *j, int64_t t, int64_t kvh, int nch, float *o, float *l) {
+    int64_t g = j->g, dv = j->dv;
+    const float *p0 = j->part + (size_t)(j->part_off[t] + kvh * nch) * j->part_stride;
+    for (int64_t h = 0; h < g; h++) {
+        float mx = -INFINITY;
+        for (int c = 0; c < nch; c++) {
+            float mc = p0[(size_t)c * j->part_stride + h];
+            mx = mc > mx ? mc : mx;
+        }
+        float *oh = o + h * j->ldo;
+        memset(oh, 0, (size_t)dv * sizeof(float));
+        l[h] = 0.0f;
+        if (!(mx > -INFINITY)) continue;
+        for (int c = 0; c < nch; c++) {
+            const float *pc = p0 + (size_t)c * j->part_stride;
+            if (!(pc[h] > -INFINITY)) continue;
+            float f = expf(pc[h] - mx);
+            l[h] += f * pc[g + h];
+            st_cpu_k.axpy_f32(oh, f, pc + 2 * g + h * dv, dv);
+        }
+    }
+    attn_store(j, t, kvh, o, l);
+}
+
+static void attn_chunk(attn_job *j, const attn_task_def *td, float *sc) {
+    const st_attention_args *a = j->a;
+    int64_t g = j->g, dk = j->dk, dv = j->dv, t = td->t, kvh = td->kvh;
+    float *q = sc;                      /* [g][ldq] */
+    float *o = q + g * j->ldq;          /* [g][ldo] */
+    float *s = o + g * j->ldo;          /* [g][ST_ATTN_BLOCK] */
+    float *m = s + g * ST_ATTN_BLOCK;   /* [g] */
+    float *l = m + g;                   /* [g] */
+    float *cv = l + g + 16;             /* [ST_ATTN_BLOCK][dmax] */
+    int64_t len = a->kv_len[t], p0 = (int64_t)td->c * ST_ATTN_CHUNK;
+    int64_t p1 = p0 + ST_ATTN_CHUNK < len ? p0 + ST_ATTN_CHUNK : len;
     const int32_t *cells = a->cell_table + (int64_t)a->seq[t] * a->max_pos;
     const float *mask = a->mask ? a->mask + t * a->max_pos : NULL;
-    for (int64_t h = 0; h < g; h++)
-        st_cpu_load_to(a->q.type, st_cpu_row(&a->q, t * j->n_head + kvh * g + h), q + h * j->ldq, dk);
-    for (int64_t pos = 0; pos < len; pos++) {
-        const float *k = cache_load(&a->k_cache, cells[pos], kvh, kv, dk);
-        float mv = mask ? mask[pos] : 0.0f;
-        for (int64_t h = 0; h < g; h++) p[h * j->max_len + pos] = st_cpu_k.dot_f32(q + h * j->ldq, k, dk) * a->scale + mv;
-    }
     for (int64_t h = 0; h < g; h++) {
-        float *ph = p + h * j->max_len;
-        memset(o + h * j->ldo, 0, (size_t)dv * sizeof(float));
-        if (len == 0) continue;
-        float m = st_cpu_k.max_f32(ph, len);
-        if (!(m > -INFINITY)) { /* every position masked: a zero row */
-            memset(ph, 0, (size_t)len * sizeof(float));
-            continue;
-        }
-        float sum = st_cpu_k.exp_sum_f32(ph, m, len);
-        st_cpu_k.scale_f32(ph, 1.0f / sum, len);
+        float *qh = q + h * j->ldq;
+        st_cpu_load_to(a->q.type, st_cpu_row(&a->q, t * j->n_head + kvh * g + h), qh, dk);
+        st_cpu_k.scale_f32(qh, a->scale, dk);
+        m[h] = -INFINITY;
+        l[h] = 0.0f;
     }
-    for (int64_t pos = 0; pos < len; pos++) {
-        int any = 0;
-        for (int64_t h = 0; h < g; h++) any |= p[h * j->max_len + pos] != 0.0f;
-        if (!any) continue;
-        const float *v = cache_load(&a->v_cache, cells[pos], kvh, kv, dv);
+    memset(o, 0, (size_t)(g * j->ldo) * sizeof(float));
+    for (int64_t b0 = p0; b0 < p1; b0 += ST_ATTN_BLOCK) {
+        int nb = (int)(p1 - b0 < ST_ATTN_BLOCK ? p1 - b0 : ST_ATTN_BLOCK);
+        const void *base;
+        int64_t stride;
+        const int32_t *cl;
+        uint32_t rt = attn_rows(&a->k_cache, kvh, cells + b0, nb, dk, cv, &base, &stride, &cl);
+        st_cpu_k.attn_scores(rt, base, stride, cl, nb, dk, q, j->ldq, (int)g, s, ST_ATTN_BLOCK);
         for (int64_t h = 0; h < g; h++) {
-            float w = p[h * j->max_len + pos];
-            if (w != 0.0f) st_cpu_k.axpy_f32(o + h * j->ldo, w, v, dv);
+            float *sh = s + h * ST_ATTN_BLOCK;
+            if (mask)
+                for (int i = 0; i < nb; i++) sh[i] += mask[b0 + i];
+            float bm = st_cpu_k.max_f32(sh, nb);
+            if (!(bm > -INFINITY)) { /* every position of the block masked for this head */
+                memset(sh, 0, (size_t)nb * sizeof(float));
+                continue;
+            }
+            if (bm > m[h]) {
+                if (m[h] > -INFINITY) {
+                    float corr = expf(m[h] - bm);
+                    l[h] *= corr;
+                    st_cpu_k.scale_f32(o + h * j->ldo, corr, dv);
+                }
+                m[h] = bm;
+            }
+            l[h] += st_cpu_k.exp_sum_f32(sh, m[h], nb);
         }
+        rt = attn_rows(&a->v_cache, kvh, cells + b0, nb, dv, cv, &base, &stride, &cl);
+        st_cpu_k.attn_accum(rt, base, stride, cl, nb, dv, s, ST_ATTN_BLOCK, (int)g, o, j->ldo);
     }
-    for (int64_t h = 0; h < g; h++)
-        st_cpu_store(a->out.type, o + h * j->ldo, st_cpu_row(&a->out, t * j->n_head + kvh * g + h), dv);
+    if (td->nch == 1) {
+        attn_store(j, t, kvh, o, l);
+        return;
+    }
+    float *slot = j->part + (size_t)(j->part_off[t] + kvh * td->nch + td->c) * j->part_stride;
+    memcpy(slot, m, (size_t)g * sizeof(float));
+    memcpy(slot + g, l, (size_t)g * sizeof(float));
+    for (int64_t h = 0; h < g; h++) memcpy(slot + 2 * g + h * dv, o + h * j->ldo, (size_t)dv * sizeof(float));
+    /* the last chunk of this (token, kv head) to finish merges them all */
+    if (atomic_fetch_sub(&j->pending[t * j->n_kv + kvh], 1) == 1) attn_merge(j, t, kvh, td->nch, o, l);
 }
 
 static void attn_task(void *vctx, int ith, int nth) {
@@ -253,8 +342,8 @@ static void attn_task(void *vctx, int ith, int nth) {
     float *sc = j->scratch + (size_t)ith * j->per_thread;
     for (;;) {
         int64_t w = atomic_fetch_add(&j->next, 1);
-        if (w >= j->n * j->n_kv) break;
-        attn_one(j, w / j->n_kv, w % j->n_kv, sc);
+        if (w >= j->n_tasks) break;
+        attn_chunk(j, &j->tasks[w], sc);
     }
 }
 
@@ -274,7 +363,7 @@ st_status st_cpu_attention(st_stream *st, const st_attention_args *a) {
     if (n_kv <= 0 || n_head % n_kv)
         return st_mod_fail(ST_INVALID, "cpu attention: %lld query heads over %lld kv heads", (long long)n_head,
                            (long long)n_kv);
-    int64_t n_cells = a->k_cache.ne[2], max_len = 1;
+    int64_t n_cells = a->k_cache.ne[2];
     if (a->v_cache.ne[2] != n_cells)
         return st_mod_fail(ST_INVALID, "cpu attention: k_cache and v_cache differ in cells");
     if (n == 0) return ST_OK;
@@ -290,28 +379,64 @@ st_status st_cpu_attention(st_stream *st, const st_attention_args *a) {
             if (cells[p] < 0 || cells[p] >= n_cells)
                 return st_mod_fail(ST_INVALID, "cpu attention: token %lld position %d maps to cell %d of %lld",
                                    (long long)t, p, cells[p], (long long)n_cells);
-        if (len > max_len) max_len = len;
+    }
+    int64_t g = n_head / n_kv;
+    /* tasks: every (token, kv head, chunk); split tokens get partial slots */
+    int64_t n_tasks = 0, n_part = 0, work = 0;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t len = a->kv_len[t], nch = len > 0 ? (len + ST_ATTN_CHUNK - 1) / ST_ATTN_CHUNK : 1;
+        n_tasks += nch * n_kv;
+        if (nch > 1) n_part += nch * n_kv;
+        work += len * (dk + dv) * g * n_kv;
     }
     attn_job j;
     memset(&j, 0, sizeof j);
     j.a = a;
-    j.n = n;
     j.n_head = n_head;
     j.n_kv = n_kv;
     j.dk = dk;
     j.dv = dv;
-    j.group = n_head / n_kv;
-    j.max_len = max_len;
+    j.g = g;
     j.ldq = (dk + 15) & ~(int64_t)15;
     j.ldo = (dv + 15) & ~(int64_t)15;
-    j.per_thread = (size_t)(j.group + 1) * (size_t)(j.ldq + j.ldo) + (size_t)j.group * (size_t)max_len + 16;
+    j.dmax = dk > dv ? dk : dv;
+    int conv = a->k_cache.type != ST_TYPE_F16 && a->k_cache.type != ST_TYPE_F32;
+    conv |= a->v_cache.type != ST_TYPE_F16 && a->v_cache.type != ST_TYPE_F32;
+    j.per_thread = (size_t)g * (size_t)(j.ldq + j.ldo + ST_ATTN_BLOCK + 2) + 32 +
+                   (conv ? (size_t)ST_ATTN_BLOCK * (size_t)j.dmax : 0);
+    j.per_thread = (j.per_thread + 15) & ~(size_t)15;
+    j.part_stride = (size_t)g * (size_t)(dv + 2);
+    j.n_tasks = n_tasks;
     st_device *d = st->dev;
-    int nth = st_cpu_nth(d, n * n_kv * max_len * (dk + dv) * j.group, 16384);
-    if (nth > n * n_kv) nth = (int)(n * n_kv);
-    j.scratch = malloc((size_t)nth * j.per_thread * sizeof(float));
-    if (!j.scratch) return st_mod_fail(ST_OOM, "cpu attention: scratch of %zu floats", (size_t)nth * j.per_thread);
+    int nth = st_cpu_nth(d, work, 16384);
+    if (nth > n_tasks) nth = (int)n_tasks;
+    size_t sc_bytes = (size_t)nth * j.per_thread * sizeof(float);
+    size_t task_bytes = (size_t)n_tasks * sizeof(attn_task_def);
+    size_t off_bytes = (size_t)n * sizeof(int64_t);
+    size_t pend_bytes = n_part ? (size_t)(n * n_kv) * sizeof(atomic_int) : 0;
+    size_t part_bytes = (size_t)n_part * j.part_stride * sizeof(float);
+    char *buf = malloc(sc_bytes + task_bytes + off_bytes + pend_bytes + part_bytes + 64);
+    if (!buf) return st_mod_fail(ST_OOM, "cpu attention: scratch of %zu bytes", sc_bytes + part_bytes);
+    j.scratch = (float *)buf;
+    attn_task_def *tasks = (attn_task_def *)(buf + sc_bytes);
+    int64_t *part_off = (int64_t *)(buf + sc_bytes + task_bytes);
+    atomic_int *pending = (atomic_int *)(buf + sc_bytes + task_bytes + off_bytes);
+    j.part = (float *)((char *)pending + pend_bytes);
+    int64_t w = 0, po = 0;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t len = a->kv_len[t], nch = len > 0 ? (len + ST_ATTN_CHUNK - 1) / ST_ATTN_CHUNK : 1;
+        part_off[t] = po;
+        if (nch > 1) po += nch * n_kv;
+        for (int64_t h = 0; h < n_kv; h++) {
+            if (n_part) atomic_init(&pending[t * n_kv + h], (int)nch);
+            for (int64_t c = 0; c < nch; c++) tasks[w++] = (attn_task_def){(int32_t)t, (int32_t)h, (int32_t)c, (int32_t)nch};
+        }
+    }
+    j.tasks = tasks;
+    j.part_off = part_off;
+    j.pending = pending;
     atomic_init(&j.next, 0);
     st_cpu_pool_run(d->pool, attn_task, &j, nth);
-    free(j.scratch);
+    free(buf);
     return ST_OK;
 }

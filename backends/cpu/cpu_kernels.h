@@ -89,6 +89,17 @@ typedef struct st_cpu_kernels {
     /* ---- appended slots (st_cpu_kernels_scalar fills them, so older ISA tables keep working) ---- */
     /* g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] (SWIGLU) */
     void (*silu_mul_f32)(float *g, const float *u, int64_t n);
+
+    /* ---- attention over a block of cached rows (appended; scalar versions always present) ----
+     * Row i of the block is at (const char *)base + cells[i] * stride (cells NULL: i * stride),
+     * d elements of rtype, which is ST_TYPE_F16 or ST_TYPE_F32 (the framework converts other
+     * cache types to F32 first). n >= 0; the g query heads share the rows (GQA). */
+    /* s[h * lds + i] = sum_e q[h * ldq + e] * row_i[e]   for h < g, i < n */
+    void (*attn_scores)(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int n, int64_t d,
+                        const float *q, int64_t ldq, int g, float *s, int64_t lds);
+    /* o[h * ldo + e] += sum_i p[h * ldp + i] * row_i[e]   for h < g, e < d (i ascending) */
+    void (*attn_accum)(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int n, int64_t d,
+                       const float *p, int64_t ldp, int g, float *o, int64_t ldo);
 } st_cpu_kernels;
 
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls

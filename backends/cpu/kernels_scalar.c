@@ -395,6 +395,32 @@ static void sc_silu_mul_f32(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* Element e of row i of an attention block (F16 or F32 rows). */
+static inline float attn_elem(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int i,
+                              int64_t e) {
+    const char *r = (const char *)base + (cells ? (int64_t)cells[i] : (int64_t)i) * stride;
+    return rtype == ST_TYPE_F16 ? st_cpu_h2f(((const uint16_t *)r)[e]) : ((const float *)r)[e];
+}
+
+static void sc_attn_scores(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int n, int64_t d,
+                           const float *q, int64_t ldq, int g, float *s, int64_t lds) {
+    for (int h = 0; h < g; h++)
+        for (int i = 0; i < n; i++) {
+            float t = 0.0f;
+            for (int64_t e = 0; e < d; e++) t += q[h * ldq + e] * attn_elem(rtype, base, stride, cells, i, e);
+            s[h * lds + i] = t;
+        }
+}
+
+static void sc_attn_accum(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int n, int64_t d,
+                          const float *p, int64_t ldp, int g, float *o, int64_t ldo) {
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < g; h++) {
+            float w = p[h * ldp + i];
+            for (int64_t e = 0; e < d; e++) o[h * ldo + e] += w * attn_elem(rtype, base, stride, cells, i, e);
+        }
+}
+
 static void sc_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = st_cpu_h2f(x[i]);
 }
@@ -447,4 +473,6 @@ void st_cpu_kernels_scalar(st_cpu_kernels *k) {
     k->bf16_to_f32 = sc_bf16_to_f32;
     k->f32_to_bf16 = sc_f32_to_bf16;
     k->silu_mul_f32 = sc_silu_mul_f32;
+    k->attn_scores = sc_attn_scores;
+    k->attn_accum = sc_attn_accum;
 }

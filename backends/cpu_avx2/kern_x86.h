@@ -106,5 +106,6 @@ static inline __m256 st_x86_exp8(__m256 x) {
 void st_x86_float_kernels(st_cpu_kernels *k);
 void st_x86_legacy_kernels(st_cpu_kernels *k);
 void st_x86_kquant_kernels(st_cpu_kernels *k);
+void st_x86_attn_kernels(st_cpu_kernels *k);
 
 #endif

@@ -140,6 +140,65 @@ static void test_helpers(void) {
     }
 }
 
+/* attn_scores / attn_accum of the ISA against the scalar slots: head dims that are and are not
+ * multiples of 8, 1..9 heads, blocks of 0..70 rows reached through a permuted cell table and
+ * contiguously, F16 and F32 rows. */
+static void test_attn(void) {
+    static const int64_t dims[] = {64, 128, 96, 8, 40, 13, 600};
+    static const int gs[] = {1, 2, 4, 5, 8, 9};
+    static const int ns[] = {0, 1, 7, 8, 9, 64, 70};
+    const int n_cells = 80;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        int64_t d = dims[di], ld = d + 3;
+        float *rows = malloc(sizeof(float) * (size_t)(n_cells * d));
+        uint16_t *rows16 = malloc(2 * (size_t)(n_cells * d));
+        float *q = malloc(sizeof(float) * (size_t)(9 * ld)), *p = malloc(sizeof(float) * 9 * 72);
+        float *s1 = malloc(sizeof(float) * 9 * 72), *s2 = malloc(sizeof(float) * 9 * 72);
+        float *o1 = malloc(sizeof(float) * (size_t)(9 * ld)), *o2 = malloc(sizeof(float) * (size_t)(9 * ld));
+        int32_t cells[80];
+        ct_fill(rows, n_cells * d, 2.0f);
+        ksc.f32_to_f16(rows, rows16, n_cells * d);
+        ksc.f16_to_f32(rows16, rows, n_cells * d); /* the same values in both row types */
+        ct_fill(q, 9 * ld, 1.0f);
+        ct_fill(p, 9 * 72, 1.0f);
+        for (int i = 0; i < n_cells; i++) cells[i] = (int32_t)((i * 37 + 11) % n_cells);
+        for (int rt = 0; rt < 2; rt++)
+            for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                    for (int perm = 0; perm < 2; perm++) {
+                        int g = gs[gi], n = ns[ni];
+                        uint32_t type = rt ? ST_TYPE_F16 : ST_TYPE_F32;
+                        const void *base = rt ? (const void *)rows16 : (const void *)rows;
+                        int64_t stride = d * (rt ? 2 : 4);
+                        const int32_t *cl = perm ? cells : NULL;
+                        for (int i = 0; i < 9 * 72; i++) s1[i] = s2[i] = -7.0f; /* untouched past n */
+                        ksc.attn_scores(type, base, stride, cl, n, d, q, ld, g, s1, 72);
+                        kx.attn_scores(type, base, stride, cl, n, d, q, ld, g, s2, 72);
+                        for (int h = 0; h < g; h++)
+                            for (int i = 0; i < 72; i++) {
+                                float a = s1[h * 72 + i], b = s2[h * 72 + i];
+                                ST_CHECK_MSG(fabsf(a - b) <= 2e-5f * (float)d, "attn_scores d=%lld g=%d n=%d: %g vs %g",
+                                             (long long)d, g, n, a, b);
+                            }
+                        ct_fill(o1, 9 * ld, 1.0f);
+                        memcpy(o2, o1, sizeof(float) * (size_t)(9 * ld));
+                        ksc.attn_accum(type, base, stride, cl, n, d, p, 72, g, o1, ld);
+                        kx.attn_accum(type, base, stride, cl, n, d, p, 72, g, o2, ld);
+                        for (int64_t i = 0; i < g * ld; i++)
+                            ST_CHECK_MSG(fabsf(o1[i] - o2[i]) <= 2e-5f * (float)(n + 1), "attn_accum d=%lld g=%d n=%d: %g vs %g",
+                                         (long long)d, g, n, o1[i], o2[i]);
+                    }
+        free(rows);
+        free(rows16);
+        free(q);
+        free(p);
+        free(s1);
+        free(s2);
+        free(o1);
+        free(o2);
+    }
+}
+
 int main(void) {
     __builtin_cpu_init();
 #ifdef ST_TEST_AVX512
@@ -168,5 +227,6 @@ int main(void) {
         }
     }
     test_helpers();
+    test_attn();
     return st_check_result("test_cpu_kernels");
 }
