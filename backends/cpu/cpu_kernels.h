@@ -100,6 +100,10 @@ typedef struct st_cpu_kernels {
     /* o[h * ldo + e] += sum_i p[h * ldp + i] * row_i[e]   for h < g, e < d (i ascending) */
     void (*attn_accum)(uint32_t rtype, const void *base, int64_t stride, const int32_t *cells, int n, int64_t d,
                        const float *p, int64_t ldp, int g, float *o, int64_t ldo);
+
+    /* Index of the largest x[i] that is not NaN, the lowest such index on ties; -1 when n < 1
+     * or every x[i] is NaN. (appended) */
+    int64_t (*argmax_f32)(const float *x, int64_t n);
 } st_cpu_kernels;
 
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls

@@ -102,6 +102,30 @@ st_status st_cpu_router(st_stream *st, const st_router_args *a) {
 
 /* ---------------------------------------------------------------- ARGMAX / TOPK */
 
+/* ARGMAX: rows are split into parts of at least ST_ARGMAX_PART values over the threads; each
+ * part's (index, value) is found by the kernel and the parts are merged in order, so the lower
+ * index wins ties whatever the split. */
+#define ST_ARGMAX_PART 16384
+
+typedef struct argmax_job {
+    const st_topk_args *a;
+    int64_t n, V, parts; /* rows, row length, parts per row */
+    int64_t *best;       /* [n][parts] index within the row, or -1 */
+} argmax_job;
+
+static void argmax_task(void *vctx, int ith, int nth) {
+    argmax_job *j = vctx;
+    int64_t w0, w1;
+    st_cpu_split(j->n * j->parts, ith, nth, &w0, &w1);
+    for (int64_t w = w0; w < w1; w++) {
+        int64_t t = w / j->parts, p = w % j->parts, i0, i1;
+        st_cpu_split(j->V, (int)p, (int)j->parts, &i0, &i1);
+        const float *x = (const float *)st_cpu_row(&j->a->x, t);
+        int64_t b = st_cpu_k.argmax_f32(x + i0, i1 - i0);
+        j->best[w] = b < 0 ? -1 : i0 + b;
+    }
+}
+
 st_status st_cpu_argmax(st_stream *st, const st_topk_args *a) {
     if (!st || !a) return st_mod_fail(ST_INVALID, "cpu argmax: NULL stream or args");
     st_status s;
@@ -109,14 +133,30 @@ st_status st_cpu_argmax(st_stream *st, const st_topk_args *a) {
     int64_t n = st_cpu_nrows(&a->x), V = a->x.ne[0];
     if (V < 1) return st_mod_fail(ST_INVALID, "cpu argmax: empty rows");
     if (n > 0 && !a->ids) return st_mod_fail(ST_INVALID, "cpu argmax: ids is NULL");
+    if (n == 0) return ST_OK;
+    st_device *d = st->dev;
+    int64_t parts = V / ST_ARGMAX_PART;
+    if (parts > d->n_threads) parts = d->n_threads;
+    if (parts < 1 || n >= d->n_threads) parts = 1;
+    int64_t local[16];
+    int64_t *best = n * parts <= 16 ? local : malloc((size_t)(n * parts) * sizeof *best);
+    if (!best) return st_mod_fail(ST_OOM, "cpu argmax: %lld results", (long long)(n * parts));
+    argmax_job j = {a, n, V, parts, best};
+    int nth = st_cpu_nth(d, n * V, ST_ARGMAX_PART);
+    if (nth > n * parts) nth = (int)(n * parts);
+    st_cpu_pool_run(d->pool, argmax_task, &j, nth);
     for (int64_t t = 0; t < n; t++) {
         const float *x = (const float *)st_cpu_row(&a->x, t);
-        int64_t best = 0;
-        for (int64_t i = 1; i < V; i++)
-            if (x[i] == x[i] && (x[best] != x[best] || x[i] > x[best])) best = i;
-        a->ids[t] = (int32_t)best;
-        if (a->values) a->values[t] = x[best];
+        int64_t b = -1;
+        for (int64_t p = 0; p < parts; p++) {
+            int64_t c = best[t * parts + p];
+            if (c >= 0 && (b < 0 || x[c] > x[b])) b = c;
+        }
+        if (b < 0) b = 0; /* every value NaN */
+        a->ids[t] = (int32_t)b;
+        if (a->values) a->values[t] = x[b];
     }
+    if (best != local) free(best);
     return ST_OK;
 }
 

@@ -421,6 +421,13 @@ static void sc_attn_accum(uint32_t rtype, const void *base, int64_t stride, cons
         }
 }
 
+static int64_t sc_argmax_f32(const float *x, int64_t n) {
+    int64_t best = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
+    return best;
+}
+
 static void sc_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = st_cpu_h2f(x[i]);
 }
@@ -475,4 +482,5 @@ void st_cpu_kernels_scalar(st_cpu_kernels *k) {
     k->silu_mul_f32 = sc_silu_mul_f32;
     k->attn_scores = sc_attn_scores;
     k->attn_accum = sc_attn_accum;
+    k->argmax_f32 = sc_argmax_f32;
 }

@@ -141,6 +141,38 @@ static void x_silu_mul_f32(float *g, const float *u, int64_t n) {
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* Per lane: the largest non-NaN value seen and its first index (-1: none yet); then the lanes
+ * are merged by value, lower index on ties. */
+static int64_t x_argmax_f32(const float *x, int64_t n) {
+    int64_t best = -1;
+    int64_t i = 0;
+    if (n >= 8 && n < ((int64_t)1 << 31)) {
+        __m256 vmax = _mm256_set1_ps(-INFINITY);
+        __m256i vidx = _mm256_set1_epi32(-1), cur = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i step = _mm256_set1_epi32(8), none = _mm256_set1_epi32(-1);
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_loadu_ps(x + i);
+            __m256 gt = _mm256_cmp_ps(v, vmax, _CMP_GT_OQ);
+            __m256 first = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(vidx, none)), _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+            __m256 take = _mm256_or_ps(gt, first);
+            vmax = _mm256_blendv_ps(vmax, v, take);
+            vidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(vidx), _mm256_castsi256_ps(cur), take));
+            cur = _mm256_add_epi32(cur, step);
+        }
+        float mv[8];
+        int32_t mi[8];
+        _mm256_storeu_ps(mv, vmax);
+        _mm256_storeu_si256((__m256i *)mi, vidx);
+        for (int l = 0; l < 8; l++) {
+            if (mi[l] < 0) continue;
+            if (best < 0 || mv[l] > x[best] || (mv[l] == x[best] && mi[l] < best)) best = mi[l];
+        }
+    }
+    for (; i < n; i++)
+        if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
+    return best;
+}
+
 /* ---------------------------------------------------------------- conversions */
 
 static void x_f16_to_f32(const uint16_t *x, float *y, int64_t n) {
@@ -191,6 +223,7 @@ void st_x86_float_kernels(st_cpu_kernels *k) {
     k->max_f32 = x_max_f32;
     k->exp_sum_f32 = x_exp_sum_f32;
     k->silu_mul_f32 = x_silu_mul_f32;
+    k->argmax_f32 = x_argmax_f32;
     k->f16_to_f32 = x_f16_to_f32;
     k->f32_to_f16 = x_f32_to_f16;
     k->bf16_to_f32 = x_bf16_to_f32;

@@ -199,6 +199,34 @@ static void test_attn(void) {
     }
 }
 
+/* argmax_f32 against the scalar slot: NaNs, -inf, ties (the lower index wins), all-NaN rows. */
+static void test_argmax(void) {
+    float x[300];
+    for (int n = 0; n <= 300; n += (n < 40 ? 1 : 37))
+        for (int pat = 0; pat < 6; pat++) {
+            for (int i = 0; i < n; i++) {
+                float v = (float)(ct_rand_u32() % 7) - 3.0f; /* many ties */
+                if (pat == 1 && i % 3 == 0) v = NAN;
+                if (pat == 2) v = NAN;
+                if (pat == 3) v = -INFINITY;
+                if (pat == 4 && i % 2) v = NAN;
+                if (pat == 4 && i % 2 == 0) v = -INFINITY;
+                if (pat == 5) v = ct_randf();
+                x[i] = v;
+            }
+            int64_t a = ksc.argmax_f32(x, n), b = kx.argmax_f32(x, n);
+            ST_CHECK_MSG(a == b, "argmax n=%d pattern %d: scalar %lld simd %lld", n, pat, (long long)a, (long long)b);
+            if (pat == 2 || n == 0) ST_CHECK(b == -1);
+            if (pat == 3 && n > 0) ST_CHECK(b == 0);
+            if (pat == 0 && n > 0) { /* the first of the largest */
+                int64_t want = 0;
+                for (int i = 1; i < n; i++)
+                    if (x[i] > x[want]) want = i;
+                ST_CHECK(b == want);
+            }
+        }
+}
+
 int main(void) {
     __builtin_cpu_init();
 #ifdef ST_TEST_AVX512
@@ -228,5 +256,6 @@ int main(void) {
     }
     test_helpers();
     test_attn();
+    test_argmax();
     return st_check_result("test_cpu_kernels");
 }
