@@ -138,7 +138,8 @@ typedef struct st_model_expert_info {
  * per-expert size of that matrix over layers, rounded to 256), 0 for dense models. */
 uint64_t st_model_expert_slot_bytes(const st_model_desc *d);
 /* Device bytes an expert cache adds to the model's buffers besides the slots and the slot
- * table, for steps of n_batch tokens (the hits-first expert ids, token rows and row map). */
+ * table, for steps of n_batch tokens (the hits-first expert ids, token rows and row map, and the
+ * staging table). */
 uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch);
 
 /* Fills *out; returns 0, or -1 when the model runs every expert on the device (out->slots = -1,

@@ -706,7 +706,7 @@ uint64_t st_model_expert_slot_bytes(const st_model_desc *d) {
 
 uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch) {
     const uint64_t A = (uint64_t)n_batch * (uint64_t)hp->n_expert_used;
-    return (A * 12u + 255u) / 256u * 256u;
+    return (A * 12u + 255u) / 256u * 256u + ((uint64_t)hp->n_expert * 4u + 255u) / 256u * 256u;
 }
 
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
