@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# CUDA against the CPU module on generated models (the model issue's architectures): for each
-# architecture and weight type, 64 greedy tokens from the same prompt must be the same text on
-# both modules, and the logits of every position of a 96-token sequence must agree within the
-# format's limit (normalized error, cmp-logits). Both use an F16 KV cache.
+# CUDA against the CPU module and the scalar reference (--backend ref, double accumulation) on
+# generated models (the model issue's architectures): for each architecture and weight type,
+# 64 greedy tokens from the same prompt (CUDA vs CPU), and the logits of every position of a
+# 96-token sequence (normalized error, cmp-logits) of CUDA vs CPU, CUDA vs ref and CPU vs ref.
+# A case passes when CUDA is within the format's limit of the reference and of the CPU module;
+# where the CPU module itself is off the reference by more than the limit (its 8-bit activations
+# flipping a near-tied router choice of a random MoE), CUDA vs CPU is reported, not required.
 # Usage: bench/cuda_vs_cpu.sh STRATA CMP_LOGITS VOCAB.gguf WORKDIR
 set -euo pipefail
 strata=$1 cmp=$2 vocab=$3 work=$4
@@ -22,10 +25,17 @@ for arch in llama qwen2 qwen3 qwen2moe qwen3moe olmoe qwen3moe-hd128; do
     b=$("$strata" run -m "$m" --backend cpu -p "The quick brown fox" -n 64 --temp 0 --ignore-eos 2>/dev/null)
     "$strata" logits -m "$m" --backend cuda --tokens "$toks" --all --out "$work/g.f32" >/dev/null
     "$strata" logits -m "$m" --backend cpu --tokens "$toks" --all --out "$work/c.f32" >/dev/null
+    "$strata" logits -m "$m" --backend ref --tokens "$toks" --all --out "$work/r.f32" >/dev/null
     limit=5e-2; [ "$type" = F16 ] && limit=1e-2
-    if [ "$a" = "$b" ]; then greedy="64 greedy tokens identical"; else greedy="GREEDY TEXT DIFFERS"; fail=1; fi
-    if lg=$("$cmp" "$work/g.f32" "$work/c.f32" "$nv" "$limit" 2>&1); then :; else fail=1; fi
-    echo "$arch $type: $greedy; logits: $(echo "$lg" | tail -1)"
+    ok=1
+    gr=$("$cmp" "$work/g.f32" "$work/r.f32" "$nv" "$limit" 2>&1) || ok=0
+    cr_ok=1; cr=$("$cmp" "$work/c.f32" "$work/r.f32" "$nv" "$limit" 2>&1) || cr_ok=0
+    gc_ok=1; gc=$("$cmp" "$work/g.f32" "$work/c.f32" "$nv" "$limit" 2>&1) || gc_ok=0
+    if [ "$a" = "$b" ]; then greedy="64 greedy tokens identical"; else greedy="greedy text differs"; gc_ok=0; fi
+    [ $gc_ok = 1 ] || [ $cr_ok = 0 ] || ok=0
+    [ $ok = 1 ] || fail=1
+    echo "$arch $type: $([ $ok = 1 ] && echo ok || echo FAIL); cuda-cpu: $greedy, $(echo "$gc" | tail -1 | sed 's/, limit.*//')"
+    echo "    cuda-ref: $(echo "$gr" | tail -1 | sed 's/, limit.*//'); cpu-ref: $(echo "$cr" | tail -1 | sed 's/, limit.*//')"
   done
 done
 exit $fail
