@@ -197,7 +197,10 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     mp->cpu_api = out->cpu_api;
     mp->cpu_dev = out->cpu_dev;
     mp->cpu_index = out->cpu_index;
-    mp->expert_pin = 1; /* uploads from the pinned file are asynchronous (CUDA: cudaHostRegister) */
+    /* uploads from the pinned file are asynchronous (CUDA: cudaHostRegister); STRATA_EXPERT_PIN=0
+       leaves the file pageable (comparisons of device memory and upload speed) */
+    const char *pin_env = getenv("STRATA_EXPERT_PIN");
+    mp->expert_pin = !(pin_env && strcmp(pin_env, "0") == 0);
     if (log)
         fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s) and %d staging slots; misses on %s (%s)\n",
                 (long long)slots, (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
