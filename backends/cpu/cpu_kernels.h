@@ -50,6 +50,12 @@ typedef void (*st_cpu_from_float_fn)(const float *x, void *y, int64_t k);
 typedef void (*st_cpu_vec_dot_fn)(int64_t k, const void *w, const void *x, size_t x_stride, int nr,
                                   float *s);
 
+/* s[m * ss + j] for m < mr, j < nr: vec_dot of weight row m (at (const char *)w + m * wstride)
+ * with the nr activation rows, with exactly the bits vec_dot gives (the same kernel body, looped
+ * over weight rows without a call per row). May prefetch ahead of the rows it reads. */
+typedef void (*st_cpu_vec_dot_rows_fn)(int64_t k, const void *w, size_t wstride, int64_t mr, const void *x,
+                                       size_t x_stride, int nr, float *s, size_t ss);
+
 /* Dequantize k elements of a weight row into floats. */
 typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
 
@@ -58,6 +64,9 @@ typedef struct st_cpu_weight_kernels {
     st_cpu_from_float_fn from_float; /* floats -> vec_type row; NULL when vec_type is F32 */
     st_cpu_vec_dot_fn vec_dot;       /* weight row . activation rows; NULL = type unsupported */
     st_cpu_to_float_fn to_float;     /* weight row -> floats (GET_ROWS); NULL = unsupported */
+    /* vec_dot over a range of weight rows, bit-identical to vec_dot; NULL = the framework calls
+     * vec_dot per row. An ISA that overrides vec_dot must set this with it or leave it NULL. */
+    st_cpu_vec_dot_rows_fn vec_dot_rows;
 } st_cpu_weight_kernels;
 
 typedef struct st_cpu_kernels {

@@ -81,15 +81,27 @@ static inline void prefetch_rows(const char *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 0);
 }
 
+/* Weight rows per vec_dot_rows call (results buffered, then stored). */
+#define ST_MM_SUB 32
+
 /* Output rows [m0, m1) of every activation row. */
 static void mm_rows(const mm_block *b, int64_t m0, int64_t m1) {
-    float s[ST_CPU_MAX_NR];
+    float s[ST_CPU_MAX_NR * ST_MM_SUB];
     st_cpu_vec_dot_fn vd = b->wk->vec_dot;
+    st_cpu_vec_dot_rows_fn vr = b->wk->vec_dot_rows;
     if (b->n <= ST_CPU_MAX_NR) {
         const char *end = b->w + m1 * b->wstride;
         const char *pf = b->w + m0 * b->wstride;
         prefetch_rows(pf, ST_MM_PREFETCH_BYTES < end - pf ? ST_MM_PREFETCH_BYTES : end - pf);
         pf += ST_MM_PREFETCH_BYTES;
+        if (vr) { /* the kernel keeps prefetching ahead of the rows it reads */
+            for (int64_t m = m0; m < m1; m += ST_MM_SUB) {
+                int64_t mr = m1 - m < ST_MM_SUB ? m1 - m : ST_MM_SUB;
+                vr(b->K, b->w + m * b->wstride, (size_t)b->wstride, mr, b->qx, b->xrow, (int)b->n, s, (size_t)b->n);
+                for (int64_t i = 0; i < mr; i++) mm_store(b, 0, (int)b->n, m + i, s + i * b->n);
+            }
+            return;
+        }
         for (int64_t m = m0; m < m1; m++) {
             /* keep the prefetch point ST_MM_PREFETCH_BYTES ahead of the next row */
             const char *want = b->w + (m + 1) * b->wstride + ST_MM_PREFETCH_BYTES;
@@ -108,6 +120,11 @@ static void mm_rows(const mm_block *b, int64_t m0, int64_t m1) {
         for (int64_t i0 = 0; i0 < b->n; i0 += ST_CPU_MAX_NR) {
             int nr = (int)(b->n - i0 < ST_CPU_MAX_NR ? b->n - i0 : ST_CPU_MAX_NR);
             const char *xs = b->qx + (size_t)i0 * b->xrow;
+            if (vr) {
+                vr(b->K, b->w + mb * b->wstride, (size_t)b->wstride, me - mb, xs, b->xrow, nr, s, (size_t)nr);
+                for (int64_t m = mb; m < me; m++) mm_store(b, i0, nr, m, s + (m - mb) * nr);
+                continue;
+            }
             for (int64_t m = mb; m < me; m++) {
                 vd(b->K, b->w + m * b->wstride, xs, b->xrow, nr, s);
                 mm_store(b, i0, nr, m, s);

@@ -84,8 +84,19 @@ static inline __m256 st_x86_exp8(__m256 x) {
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
+/* Bytes ahead of the current weight row that the row-range kernels prefetch: streams of weight
+ * rows cross page boundaries every few rows, where hardware prefetchers stop. */
+#define ST_X86_PREFETCH_AHEAD 2048
+
 /* Expands a kernel body template `name##_rows(k, w, x, xs, s, NR)` into a vec_dot with the row
- * count as a compile-time constant (accumulators stay in registers). */
+ * count as a compile-time constant (accumulators stay in registers), and name##_mr, the same
+ * body looped over a range of weight rows (st_cpu_vec_dot_rows_fn; identical bits). */
+#define ST_X86_VEC_DOT_MR(name, NR)                                                                     \
+    for (int64_t m = 0; m < mr; m++) {                                                                  \
+        const char *wm = (const char *)w + (size_t)m * ws;                                              \
+        for (size_t o = 0; o < ws; o += 64) _mm_prefetch(wm + ST_X86_PREFETCH_AHEAD + o, _MM_HINT_T0);  \
+        name##_rows(k, wm, x, xs, s + (size_t)m * ss, NR);                                              \
+    }
 #define ST_X86_VEC_DOT(name)                                                                            \
     static void name(int64_t k, const void *w, const void *x, size_t xs, int nr, float *s) {            \
         switch (nr) {                                                                                   \
@@ -97,6 +108,18 @@ static inline __m256 st_x86_exp8(__m256 x) {
         case 6: name##_rows(k, w, x, xs, s, 6); break;                                                  \
         case 7: name##_rows(k, w, x, xs, s, 7); break;                                                  \
         default: name##_rows(k, w, x, xs, s, 8); break;                                                 \
+        }                                                                                               \
+    }                                                                                                   \
+    static void name##_mr(int64_t k, const void *w, size_t ws, int64_t mr, const void *x, size_t xs,    \
+                          int nr, float *s, size_t ss) {                                                \
+        switch (nr) {                                                                                   \
+        case 1: ST_X86_VEC_DOT_MR(name, 1) break;                                                       \
+        case 2: ST_X86_VEC_DOT_MR(name, 2) break;                                                       \
+        case 3: ST_X86_VEC_DOT_MR(name, 3) break;                                                       \
+        case 4: ST_X86_VEC_DOT_MR(name, 4) break;                                                       \
+        default:                                                                                        \
+            for (int64_t m = 0; m < mr; m++) name(k, (const char *)w + (size_t)m * ws, x, xs, nr, s + (size_t)m * ss); \
+            break;                                                                                      \
         }                                                                                               \
     }
 

@@ -99,18 +99,23 @@ ST_X86_INLINE void unpack_q5_k(const st_block_q5_K *b, __m256i q[8]) {
     }
 }
 
-/* Q4_K: the hot format of decode, so a dedicated kernel. Scales are unpacked with 32-bit
- * integer ops, broadcast once per block and spread per sub-block with byte shuffles; the min
- * term is accumulated as a vector. With AVX-512BW two 32-byte chunks go in one register. */
-ST_X86_INLINE void k4_scales_simd(const uint8_t *q, __m128i *sc16, __m128i *mn16) {
-    uint32_t u[3];
-    memcpy(u, q, 12);
-    uint64_t sc = (uint64_t)(u[0] & 0x3f3f3f3fu) |
-                  (uint64_t)((u[2] & 0x0f0f0f0fu) | ((u[0] >> 2) & 0x30303030u)) << 32;
-    uint64_t mn = (uint64_t)(u[1] & 0x3f3f3f3fu) |
-                  (uint64_t)(((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 2) & 0x30303030u)) << 32;
-    *sc16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc));
-    *mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
+/* Q4_K: the hot format of decode, so a dedicated kernel. The 12 bytes of 6-bit scales and
+ * mins are unpacked with byte shuffles into [sc0..7 | mn0..7]; scales are spread per
+ * sub-block with byte shuffles, mins are applied to the activation's 16-element sums with one
+ * multiply-add (each min duplicated over its two halves). With AVX-512BW one register holds the
+ * low and the high nibbles of 32 bytes of weights, which are two consecutive sub-blocks, so the
+ * activations are one contiguous 64-byte load; with VNNI the scale multiply and the sum fuse. */
+ST_X86_INLINE __m128i k4_scales_mins(const uint8_t *scales) {
+    const __m128i shuf_a = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+    const __m128i shuf_b = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
+    const __m128i m_a = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+    const __m128i m_a4 = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
+    const __m128i m_b = _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48);
+    /* 16 bytes from the scales: the 12 scale bytes and the first 4 of qs (unused) */
+    __m128i raw = _mm_loadu_si128((const __m128i *)scales);
+    __m128i a = _mm_shuffle_epi8(raw, shuf_a), b = _mm_shuffle_epi8(raw, shuf_b);
+    __m128i lo = _mm_or_si128(_mm_and_si128(a, m_a), _mm_and_si128(_mm_srli_epi16(a, 4), m_a4));
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(b, 2), m_b));
 }
 
 /* byte-shuffle index selecting int16 element e in every position */
@@ -119,65 +124,58 @@ ST_X86_INLINE void k4_scales_simd(const uint8_t *q, __m128i *sc16, __m128i *mn16
 
 ST_X86_INLINE void vd_q4_k_rows(int64_t k, const void *vw, const void *x, size_t xs, float *s, const int NR) {
     const st_block_q4_K *w = vw;
+    const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256 accm[8];
 #if defined(__AVX512BW__)
     __m512 acc[8];
-    __m128 accm[8];
     for (int j = 0; j < NR; j++) {
         acc[j] = _mm512_setzero_ps();
-        accm[j] = _mm_setzero_ps();
+        accm[j] = _mm256_setzero_ps();
     }
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    /* register p (0..3) holds sub-blocks {lo: 4*(p/2)+0/1, hi: 4*(p/2)+2/3} -- see below */
+    /* register c holds sub-blocks 2c (low 256 bits) and 2c + 1 (high 256 bits) */
     static const char idx_tab[4][64] = {
-        {K4_IDX8(0), K4_IDX8(0), K4_IDX8(2), K4_IDX8(2)},
-        {K4_IDX8(1), K4_IDX8(1), K4_IDX8(3), K4_IDX8(3)},
-        {K4_IDX8(4), K4_IDX8(4), K4_IDX8(6), K4_IDX8(6)},
-        {K4_IDX8(5), K4_IDX8(5), K4_IDX8(7), K4_IDX8(7)},
+        {K4_IDX8(0), K4_IDX8(0), K4_IDX8(1), K4_IDX8(1)},
+        {K4_IDX8(2), K4_IDX8(2), K4_IDX8(3), K4_IDX8(3)},
+        {K4_IDX8(4), K4_IDX8(4), K4_IDX8(5), K4_IDX8(5)},
+        {K4_IDX8(6), K4_IDX8(6), K4_IDX8(7), K4_IDX8(7)},
     };
     for (int64_t b = 0; b < k / ST_QK_K; b++) {
-        __m128i sc16, mn16;
-        k4_scales_simd(w[b].scales, &sc16, &mn16);
-        __m512i scv = _mm512_broadcast_i32x4(sc16);
+        __m128i smb = k4_scales_mins(w[b].scales);
+        __m512i scv = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smb));
+        __m256i mnd = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(smb, dup_mins));
         __m512i q[4], sv[4];
-        for (int h = 0; h < 2; h++) {
-            /* 64 bytes = chunks 2h and 2h+1: low nibbles are sub-blocks 4h and 4h+2,
-             * high nibbles 4h+1 and 4h+3 */
-            __m512i v = _mm512_loadu_si512((const void *)(w[b].qs + 64 * h));
-            q[2 * h] = _mm512_and_si512(v, m4);
-            q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        for (int c = 0; c < 4; c++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
+            q[c] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
+            sv[c] = _mm512_shuffle_epi8(scv, _mm512_loadu_si512((const void *)idx_tab[c]));
         }
-        for (int p = 0; p < 4; p++) sv[p] = _mm512_shuffle_epi8(scv, _mm512_loadu_si512((const void *)idx_tab[p]));
         float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);
         for (int j = 0; j < NR; j++) {
             const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
             __m512i sumi = _mm512_setzero_si512();
-            for (int h = 0; h < 2; h++) {
-                const int8_t *xq = xb->qs + 128 * h;
-                __m512i xlo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq)),
-                                                 _mm256_loadu_si256((const __m256i *)(xq + 64)), 1);
-                __m512i xhi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32))),
-                                                 _mm256_loadu_si256((const __m256i *)(xq + 96)), 1);
-                __m512i plo = _mm512_madd_epi16(_mm512_maddubs_epi16(q[2 * h], xlo), sv[2 * h]);
-                __m512i phi = _mm512_madd_epi16(_mm512_maddubs_epi16(q[2 * h + 1], xhi), sv[2 * h + 1]);
-                sumi = _mm512_add_epi32(sumi, _mm512_add_epi32(plo, phi));
+            for (int c = 0; c < 4; c++) {
+                __m512i p = _mm512_maddubs_epi16(q[c], _mm512_loadu_si512((const void *)(xb->qs + 64 * c)));
+#if defined(__AVX512VNNI__)
+                sumi = _mm512_dpwssd_epi32(sumi, p, sv[c]);
+#else
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, sv[c]));
+#endif
             }
-            __m128i ms = _mm_madd_epi16(mn16, bsums_pairs(xb->bsums));
+            __m256i ms = _mm256_madd_epi16(mnd, _mm256_loadu_si256((const __m256i *)xb->bsums));
             acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d * xb->d), _mm512_cvtepi32_ps(sumi), acc[j]);
-            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(ms), accm[j]);
+            accm[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * xb->d), _mm256_cvtepi32_ps(ms), accm[j]);
         }
     }
     for (int j = 0; j < NR; j++) {
-        __m128 m = accm[j];
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        s[j] = _mm512_reduce_add_ps(acc[j]) - _mm_cvtss_f32(m);
+        __m256 a = _mm256_add_ps(_mm512_castps512_ps256(acc[j]), _mm512_extractf32x8_ps(acc[j], 1));
+        s[j] = st_x86_hsum(a) - st_x86_hsum(accm[j]);
     }
 #else
     __m256 acc[8];
-    __m128 accm[8];
     for (int j = 0; j < NR; j++) {
         acc[j] = _mm256_setzero_ps();
-        accm[j] = _mm_setzero_ps();
+        accm[j] = _mm256_setzero_ps();
     }
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     static const char idx_tab[8][32] = {
@@ -185,9 +183,9 @@ ST_X86_INLINE void vd_q4_k_rows(int64_t k, const void *vw, const void *x, size_t
         {K4_IDX8(4), K4_IDX8(4)}, {K4_IDX8(5), K4_IDX8(5)}, {K4_IDX8(6), K4_IDX8(6)}, {K4_IDX8(7), K4_IDX8(7)},
     };
     for (int64_t b = 0; b < k / ST_QK_K; b++) {
-        __m128i sc16, mn16;
-        k4_scales_simd(w[b].scales, &sc16, &mn16);
-        __m256i scv = _mm256_broadcastsi128_si256(sc16);
+        __m128i smb = k4_scales_mins(w[b].scales);
+        __m256i scv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(smb));
+        __m256i mnd = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(smb, dup_mins));
         __m256i q[8], sv[8];
         for (int c = 0; c < 4; c++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
@@ -204,17 +202,12 @@ ST_X86_INLINE void vd_q4_k_rows(int64_t k, const void *vw, const void *x, size_t
                 __m256i p1 = _mm256_maddubs_epi16(q[v + 1], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * v + 32)));
                 sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_madd_epi16(p0, sv[v]), _mm256_madd_epi16(p1, sv[v + 1])));
             }
-            __m128i ms = _mm_madd_epi16(mn16, bsums_pairs(xb->bsums));
+            __m256i ms = _mm256_madd_epi16(mnd, _mm256_loadu_si256((const __m256i *)xb->bsums));
             acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
-            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(ms), accm[j]);
+            accm[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * xb->d), _mm256_cvtepi32_ps(ms), accm[j]);
         }
     }
-    for (int j = 0; j < NR; j++) {
-        __m128 m = accm[j];
-        m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        s[j] = st_x86_hsum(acc[j]) - _mm_cvtss_f32(m);
-    }
+    for (int j = 0; j < NR; j++) s[j] = st_x86_hsum(acc[j]) - st_x86_hsum(accm[j]);
 #endif
 }
 ST_X86_VEC_DOT(vd_q4_k)
@@ -440,9 +433,15 @@ void st_x86_kquant_kernels(st_cpu_kernels *k) {
     static const uint32_t types[] = {ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) k->wt[types[i]].from_float = x_q8_k_from_float;
     k->wt[ST_TYPE_Q2_K].vec_dot = vd_q2_k;
+    k->wt[ST_TYPE_Q2_K].vec_dot_rows = vd_q2_k_mr;
     k->wt[ST_TYPE_Q3_K].vec_dot = vd_q3_k;
+    k->wt[ST_TYPE_Q3_K].vec_dot_rows = vd_q3_k_mr;
     k->wt[ST_TYPE_Q4_K].vec_dot = vd_q4_k;
+    k->wt[ST_TYPE_Q4_K].vec_dot_rows = vd_q4_k_mr;
     k->wt[ST_TYPE_Q5_K].vec_dot = vd_q5_k;
+    k->wt[ST_TYPE_Q5_K].vec_dot_rows = vd_q5_k_mr;
     k->wt[ST_TYPE_Q6_K].vec_dot = vd_q6_k;
+    k->wt[ST_TYPE_Q6_K].vec_dot_rows = vd_q6_k_mr;
     k->wt[ST_TYPE_IQ4_XS].vec_dot = vd_iq4_xs;
+    k->wt[ST_TYPE_IQ4_XS].vec_dot_rows = vd_iq4_xs_mr;
 }

@@ -174,14 +174,20 @@ ST_MIN_DOT(vd_q5_1, st_block_q5_1, unpack_q5_1)
 void st_x86_legacy_kernels(st_cpu_kernels *k) {
     k->wt[ST_TYPE_Q8_0].from_float = x_q8_0_from_float;
     k->wt[ST_TYPE_Q8_0].vec_dot = vd_q8_0;
+    k->wt[ST_TYPE_Q8_0].vec_dot_rows = vd_q8_0_mr;
     k->wt[ST_TYPE_Q4_0].from_float = x_q8_0_from_float;
     k->wt[ST_TYPE_Q4_0].vec_dot = vd_q4_0;
+    k->wt[ST_TYPE_Q4_0].vec_dot_rows = vd_q4_0_mr;
     k->wt[ST_TYPE_Q5_0].from_float = x_q8_0_from_float;
     k->wt[ST_TYPE_Q5_0].vec_dot = vd_q5_0;
+    k->wt[ST_TYPE_Q5_0].vec_dot_rows = vd_q5_0_mr;
     k->wt[ST_TYPE_IQ4_NL].from_float = x_q8_0_from_float;
     k->wt[ST_TYPE_IQ4_NL].vec_dot = vd_iq4_nl;
+    k->wt[ST_TYPE_IQ4_NL].vec_dot_rows = vd_iq4_nl_mr;
     k->wt[ST_TYPE_Q4_1].from_float = x_q8_1_from_float;
     k->wt[ST_TYPE_Q4_1].vec_dot = vd_q4_1;
+    k->wt[ST_TYPE_Q4_1].vec_dot_rows = vd_q4_1_mr;
     k->wt[ST_TYPE_Q5_1].from_float = x_q8_1_from_float;
     k->wt[ST_TYPE_Q5_1].vec_dot = vd_q5_1;
+    k->wt[ST_TYPE_Q5_1].vec_dot_rows = vd_q5_1_mr;
 }
