@@ -23,6 +23,31 @@ struct st_att_params {
     float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
 };
 
+/* A warp's view of one (token i, head h) row: visible positions L (kv_len clamped to
+ * max_pos), the sequence's cell table row, the mask row (or NULL), and the query spread over
+ * the lanes (element lane + 32j in qv[j]) with acc[] zeroed. */
+struct st_att_row {
+    int L;
+    const int32_t *cells;
+    const float *mrow;
+};
+__device__ __forceinline__ st_att_row st_att_row_setup(const st_att_params &p, int64_t i, int64_t h, int lane,
+                                                       float *qv, float *acc) {
+    st_att_row r;
+    r.L = p.kv_len[i];
+    if (r.L > p.max_pos) r.L = p.max_pos;
+    r.cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
+    r.mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
+    const char *qr = st_row(p.q, i * p.n_head + h);
+#pragma unroll
+    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
+        const int64_t d = lane + j * ST_WARP;
+        qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
+        acc[j] = 0.0f;
+    }
+    return r;
+}
+
 /* The tensor-core prefill path (k_attention_tc.cu): launches it when the shapes, cache types
  * and device allow and sets *ran; otherwise leaves *ran false and returns ST_OK. */
 st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran);

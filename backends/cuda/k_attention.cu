@@ -21,20 +21,12 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
     const int split = blockIdx.y;
     const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
     const int64_t kvh = h / (p.n_head / p.n_kv);
-    int L = p.kv_len[i];
-    if (L > p.max_pos) L = p.max_pos;
-    const int p0 = split * p.chunk;
-    const int p1 = min(L, p0 + p.chunk);
-    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
-    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
-    const char *qr = st_row(p.q, i * p.n_head + h);
     float qv[ST_ATT_PER_LANE], acc[ST_ATT_PER_LANE];
-#pragma unroll
-    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
-        const int64_t d = lane + j * ST_WARP;
-        qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
-        acc[j] = 0.0f;
-    }
+    const st_att_row rw = st_att_row_setup(p, i, h, lane, qv, acc);
+    const int p0 = split * p.chunk;
+    const int p1 = min(rw.L, p0 + p.chunk);
+    const int32_t *cells = rw.cells;
+    const float *mrow = rw.mrow;
     const int64_t dv = p.dv;
     float m = -INFINITY, l = 0.0f;
     for (int pos = p0 + warp; pos < p1; pos += ST_ATT_WARPS) {

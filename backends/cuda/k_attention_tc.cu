@@ -24,20 +24,12 @@ template <int HD> struct st_fa_layout {
 __device__ void st_fa_row_serial(const st_att_params &p, int64_t i, int64_t h) {
     const int lane = threadIdx.x % ST_WARP;
     const int64_t kvh = h / (p.n_head / p.n_kv);
-    int L = p.kv_len[i];
-    if (L > p.max_pos) L = p.max_pos;
-    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
-    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
-    const char *qr = st_row(p.q, i * p.n_head + h);
     float qv[ST_ATT_PER_LANE], acc[ST_ATT_PER_LANE];
-#pragma unroll
-    for (int j = 0; j < ST_ATT_PER_LANE; j++) {
-        const int64_t d = lane + j * ST_WARP;
-        qv[j] = d < p.hd ? st_ld(qr, p.q.type, d) : 0.0f;
-        acc[j] = 0.0f;
-    }
+    const st_att_row rw = st_att_row_setup(p, i, h, lane, qv, acc);
+    const int32_t *cells = rw.cells;
+    const float *mrow = rw.mrow;
     float m = -INFINITY, l = 0.0f;
-    for (int pos = 0; pos < L; pos++) {
+    for (int pos = 0; pos < rw.L; pos++) {
         const int64_t c = cells[pos];
         if (c < 0 || c >= p.n_cells) continue;
         const char *kr = p.k + c * p.k_nb2 + kvh * p.k_nb1, *vr = p.v + c * p.v_nb2 + kvh * p.v_nb1;

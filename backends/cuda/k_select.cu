@@ -13,8 +13,8 @@ __device__ __forceinline__ bool st_before(float v, int i, float w, int j) {
     return i < j;
 }
 
-/* Block-wide best (v, i) over the threads' candidates; result in every thread. */
-__device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *si) {
+/* Warp-wide best (v, i) over the lanes' candidates; result in every lane. */
+__device__ __forceinline__ void st_warp_best(float &v, int &i) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const float w = __shfl_xor_sync(0xffffffffu, v, o);
@@ -24,6 +24,11 @@ __device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *
             i = j;
         }
     }
+}
+
+/* Block-wide best (v, i) over the threads' candidates; result in every thread. */
+__device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *si) {
+    st_warp_best(v, i);
     const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP, nw = blockDim.x / ST_WARP;
     __syncthreads();
     if (lane == 0) {
@@ -33,15 +38,7 @@ __device__ __forceinline__ void st_block_best(float &v, int &i, float *sv, int *
     __syncthreads();
     v = lane < nw ? sv[lane] : NAN;
     i = lane < nw ? si[lane] : 0x7fffffff;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float w = __shfl_xor_sync(0xffffffffu, v, o);
-        const int j = __shfl_xor_sync(0xffffffffu, i, o);
-        if (st_before(w, j, v, i)) {
-            v = w;
-            i = j;
-        }
-    }
+    st_warp_best(v, i);
 }
 
 /* ---- TOPK / ARGMAX ------------------------------------------------------------------------ */
@@ -108,15 +105,7 @@ __global__ void k_argmax_final(const float *pv, const int *pi, int slices, st_vi
             bv = pv[r * slices + j];
             bi = pi[r * slices + j];
         }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float w = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int j = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (st_before(w, j, bv, bi)) {
-            bv = w;
-            bi = j;
-        }
-    }
+    st_warp_best(bv, bi);
     if (lane == 0) {
         ids[r] = bi;
         if (values) values[r] = ((const float *)st_row(x, r))[bi];

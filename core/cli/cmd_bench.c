@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli_common.h"
+#include "cli/cli_planned.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
 #include "plan/plan.h"
@@ -76,40 +77,6 @@ static uint64_t used_expert_bytes(const st_model_desc *d, const uint64_t *counts
     return b;
 }
 
-/* Opens the model like st_cli_open, but through the memory plan (engine_offload.h) unless the
- * device is the scalar reference: *os then owns the handles s borrows. */
-static int open_planned(st_cli_session *s, const st_cli_model_opts *o, const st_offload_opts *oo, st_model_params *mp,
-                        int want_tok, st_offload_session *os) {
-    memset(os, 0, sizeof *os);
-    if (o->backend && !strcmp(o->backend, "ref")) return st_cli_open("bench", s, o, mp, want_tok);
-    if (o->kv_type) mp->kv_type = (uint32_t)st_kv_type_from_name(o->kv_type);
-    if (o->ctx > 0) mp->n_ctx = (int32_t)o->ctx;
-    if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
-    if (o->no_in_place) mp->no_in_place = 1;
-    if (st_offload_open("bench", o->model, o->backend, o->device, o->threads, oo, mp, want_tok, os)) return -1;
-    memset(s, 0, sizeof *s);
-    s->g = os->g;
-    s->d = os->d;
-    s->reg = os->reg;
-    s->api = os->api;
-    s->index = os->index;
-    s->dev = os->dev;
-    s->m = os->m;
-    s->tok = os->tok;
-    snprintf(s->device_text, sizeof s->device_text, "%s", os->device_text);
-    s->mem_bw_gbs = os->mem_bw_gbs;
-    return 0;
-}
-
-static void close_planned(st_cli_session *s, st_offload_session *os) {
-    if (os->g) {
-        memset(s, 0, sizeof *s);
-        st_offload_close(os);
-    } else {
-        st_cli_close(s);
-    }
-}
-
 int st_cmd_bench(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
@@ -166,12 +133,12 @@ int st_cmd_bench(int argc, char **argv) {
     }
     st_cli_session s;
     st_offload_session os;
-    if (open_planned(&s, &o, &oo, &mp, 0, &os)) return 1;
+    if (st_cli_open_planned("bench", &s, &o, &oo, &mp, 0, &os)) return 1;
     const st_model_desc *d = s.d;
     const int32_t V = d->hp.n_vocab;
     if (n_p + n_g + 1 > st_model_params_of(s.m)->n_ctx) {
         fprintf(stderr, "strata bench: -p %ld -n %ld needs a context of %ld (--ctx)\n", n_p, n_g, n_p + n_g + 1);
-        close_planned(&s, &os);
+        st_cli_close_planned(&s, &os);
         return 2;
     }
     const long np1 = n_p > 0 ? n_p : 1;
@@ -182,7 +149,7 @@ int st_cmd_bench(int argc, char **argv) {
     if (!prompt || !tok || !pos || !sq || !want) {
         fprintf(stderr, "strata bench: out of memory\n");
         free(prompt), free(tok), free(pos), free(sq), free(want);
-        close_planned(&s, &os);
+        st_cli_close_planned(&s, &os);
         return 1;
     }
     /* the prompt: the same token formula as the llama.cpp reference tool, or seeded */
@@ -383,6 +350,6 @@ done:
     free(pos);
     free(sq);
     free(want);
-    close_planned(&s, &os);
+    st_cli_close_planned(&s, &os);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli/cli_common.h"
+#include "cli/cli_planned.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
 #include "kv/kv.h"
@@ -120,40 +121,6 @@ static void emit(const char *p, size_t n) {
     }
 }
 
-/* Opens the model like st_cli_open, but through the memory plan (engine_offload.h) unless the
- * device is the scalar reference: *os then owns the handles s borrows. */
-static int open_planned(st_cli_session *s, const st_cli_model_opts *o, const st_offload_opts *oo, st_model_params *mp,
-                        int want_tok, st_offload_session *os) {
-    memset(os, 0, sizeof *os);
-    if (o->backend && !strcmp(o->backend, "ref")) return st_cli_open("run", s, o, mp, want_tok);
-    if (o->kv_type) mp->kv_type = (uint32_t)st_kv_type_from_name(o->kv_type);
-    if (o->ctx > 0) mp->n_ctx = (int32_t)o->ctx;
-    if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
-    if (o->no_in_place) mp->no_in_place = 1;
-    if (st_offload_open("run", o->model, o->backend, o->device, o->threads, oo, mp, want_tok, os)) return -1;
-    memset(s, 0, sizeof *s);
-    s->g = os->g;
-    s->d = os->d;
-    s->reg = os->reg;
-    s->api = os->api;
-    s->index = os->index;
-    s->dev = os->dev;
-    s->m = os->m;
-    s->tok = os->tok;
-    snprintf(s->device_text, sizeof s->device_text, "%s", os->device_text);
-    s->mem_bw_gbs = os->mem_bw_gbs;
-    return 0;
-}
-
-static void close_planned(st_cli_session *s, st_offload_session *os) {
-    if (os->g) {
-        memset(s, 0, sizeof *s);
-        st_offload_close(os);
-    } else {
-        st_cli_close(s);
-    }
-}
-
 int st_cmd_run(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
@@ -169,7 +136,7 @@ int st_cmd_run(int argc, char **argv) {
     st_model_params_default(&mp);
     st_cli_session s;
     st_offload_session os;
-    if (open_planned(&s, &o, &r.off, &mp, 1, &os)) return 1;
+    if (st_cli_open_planned("run", &s, &o, &r.off, &mp, 1, &os)) return 1;
     const int32_t V = s.d->hp.n_vocab, n_ctx = st_model_params_of(s.m)->n_ctx;
     char err[1024];
     int rc = 1;
@@ -269,6 +236,6 @@ done:
     free(cval);
     st_detok_free(dt);
     st_sampler_free(smp);
-    close_planned(&s, &os);
+    st_cli_close_planned(&s, &os);
     return rc;
 }
