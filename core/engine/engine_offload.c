@@ -102,6 +102,43 @@ static const st_backend_device *cpu_device(st_backend_registry *reg) {
     return NULL;
 }
 
+/* Device memory one stream of the module holds of its own: free memory before and after
+ * creating one (0 when the module cannot say). */
+static uint64_t stream_bytes(const st_backend_api *api, st_device *dev) {
+    uint64_t f0 = 0, f1 = 0, t = 0;
+    st_stream *s = NULL;
+    if (api->mem_info(dev, &f0, &t) != ST_OK || api->stream_create(dev, &s) != ST_OK) return 0;
+    st_status st = api->mem_info(dev, &f1, &t);
+    api->stream_destroy(s);
+    return st == ST_OK && f1 < f0 ? f0 - f1 : 0;
+}
+
+/* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
+static int bind_arena(st_offload *out, const st_backend_api *api, st_device *dev, FILE *log, char *err,
+                      size_t errlen) {
+    const st_plan *p = out->plan;
+    const st_plan_device *pd = &p->dev[0];
+    st_status st = ST_OK;
+    out->arena = st_plan_arena_create(p, 0, api, dev, &st, err, errlen);
+    if (!out->arena) return -1;
+    /* every allocated consumer, in the plan's order: the fallback for buffers not named */
+    const char *chain[ST_PLAN_MAX_CONSUMERS];
+    int n = 0;
+    for (int32_t i = 0; i < pd->n_consumers; i++)
+        if (st_plan_kind_allocated(pd->c[i].kind) && pd->c[i].bytes > 0) chain[n++] = pd->c[i].name;
+    if (n == 0 || st_plan_api_bind(out->arena, api, dev, chain, n, &out->api, err, errlen)) {
+        if (n == 0) snprintf(err, errlen, "the memory plan allocates nothing on %s", pd->in.name);
+        st_plan_arena_free(out->arena);
+        out->arena = NULL;
+        return -1;
+    }
+    out->dev = dev;
+    if (log)
+        fprintf(log, "memory: %d device allocations of %.1f MiB made from the plan, one per consumer; the model's "
+                "buffers are carved from them\n", n, MIB(st_plan_arena_bytes(out->arena)));
+    return 0;
+}
+
 int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_backend_registry *reg,
                        const st_backend_device *pick, st_device *dev, st_model_params *mp, FILE *log,
                        st_offload *out, char *err, size_t errlen) {
@@ -114,12 +151,21 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     memset(&in, 0, sizeof in);
     snprintf(in.name, sizeof in.name, "%.8s%u (%.40s)", api->name, pick->index, pick->props->name);
     snprintf(out->device, sizeof out->device, "%s", in.name);
+    out->unified = unified;
     in.mem_total = pick->props->mem_total;
     in.mem_free = pick->props->mem_free;
     in.unified = unified;
     /* the runtime's own overhead: free memory at probe time against now (the device is open) */
     uint64_t fr = 0, tot = 0;
     if (api->mem_info(dev, &fr, &tot) == ST_OK && fr < in.mem_free) in.runtime_overhead = in.mem_free - fr;
+    /* the model's streams may hold device memory of the module's own (CUDA: a workspace per
+       stream), outside mem_alloc: measured on one, counted for the compute stream and, for a
+       model with experts, the upload stream of a cache */
+    const uint64_t per_stream = stream_bytes(api, dev);
+    in.runtime_overhead += per_stream * (d->hp.n_expert > 0 ? 2u : 1u);
+    if (log && per_stream)
+        fprintf(log, "runtime: a stream holds %.1f MiB of device memory of its own (measured); counted for %d\n",
+                MIB(per_stream), d->hp.n_expert > 0 ? 2 : 1);
     in.vram_budget = o->vram_budget;
     st_plan_request r;
     st_plan_request_default(&r);
@@ -153,14 +199,13 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     }
     const st_plan_device *pd = &p->dev[0];
     if (pd->expert_slots_max == 0 || pd->expert_slots >= pd->expert_slots_max || unified) return 0;
-    /* an expert cache: the model's slots are strided per matrix, and its index arrays for the
-     * hits-first order are device memory too; both come out of the plan's expert_cache consumer
-     * (with no room for one slot, the indices, 12 bytes per token and expert, are the only
-     * device allocation outside the plan) */
+    /* an expert cache: the model's slots are strided per matrix (so it may get fewer than the
+     * plan's when the matrices' types differ across layers); its slot table and index arrays
+     * are the plan's expert_table consumer */
     const st_plan_consumer *ec = st_plan_find(p, 0, "expert_cache");
-    uint64_t budget = ec ? ec->bytes : 0, io = st_model_expert_io_bytes(&d->hp, p->n_tok_step);
+    uint64_t budget = ec ? ec->bytes : 0;
     uint64_t slot = st_model_expert_slot_bytes(d);
-    int64_t slots = budget > io && slot ? (int64_t)((budget - io) / slot) : 0;
+    int64_t slots = slot ? (int64_t)(budget / slot) : 0;
     if (slots > pd->expert_slots) slots = pd->expert_slots;
     const st_backend_device *cd = cpu_device(reg);
     if (!cd) {
@@ -208,7 +253,31 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     return 0;
 }
 
+static void unbind_arena(st_offload *o) {
+    if (!o->arena) return;
+    st_plan_api_unbind(o->dev);
+    st_plan_arena_free(o->arena);
+    o->arena = NULL;
+    o->dev = NULL;
+}
+
+st_model *st_offload_load(st_offload *o, const st_model_desc *desc, const st_backend_api *api, st_device *dev,
+                          uint32_t index, const st_model_params *mp, FILE *log, char *err, size_t errlen) {
+    if (!o->plan || !o->plan->ok || o->unified) return st_model_load(desc, api, dev, index, mp, err, errlen);
+    if (o->arena) {
+        snprintf(err, errlen, "the plan's memory holds a model already");
+        return NULL;
+    }
+    if (bind_arena(o, api, dev, log, err, errlen)) return NULL;
+    st_model_params p = *mp;
+    p.alloc_consumer = st_plan_api_consumer;
+    st_model *m = st_model_load(desc, &o->api, dev, index, &p, err, errlen);
+    if (!m) unbind_arena(o);
+    return m;
+}
+
 void st_offload_release(st_offload *o) {
+    unbind_arena(o);
     if (o->cpu_dev) o->cpu_api->device_close(o->cpu_dev);
     st_expert_profile_free(o->profile);
     st_plan_free(o->plan);
@@ -315,7 +384,7 @@ int st_offload_open(const char *cmd, const char *model, const char *backend, con
         fprintf(stderr, "strata %s: %s\n", cmd, err);
         goto fail;
     }
-    s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    s->m = st_offload_load(&s->off, s->d, s->api, s->dev, s->index, mp, stderr, err, sizeof err);
     if (!s->m) {
         fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, model, s->device_text, err);
         goto fail;

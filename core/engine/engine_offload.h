@@ -18,6 +18,7 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "plan/plan.h"
+#include "plan/plan_arena.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct st_offload_opts {
@@ -48,20 +49,39 @@ typedef struct st_offload {
     uint32_t cpu_index;
     int64_t expert_slots;         /* what the model was given (-1 = every expert resident) */
     char device[96];              /* the plan's device name */
+    /* the plan's blocks on the device (one allocation per allocated consumer) and the device's
+     * table carving the model's buffers from them; NULL/unused without a plan, and on devices
+     * that read host memory (their weights are read in place) */
+    st_plan_arena *arena;
+    st_backend_api api;           /* valid when arena: load the model with st_offload_api */
+    st_device *dev;               /* the bound device */
+    int unified;                  /* the device reads host memory: no blocks */
 } st_offload;
 
 /* Builds the plan of `d` on the opened device `dev` (registry entry `pick`) for the sizes in
  * *mp (sequences, context, batch, KV type, top-k), prints its table on `log` (NULL = silent),
  * and sets mp's expert fields: every expert resident when they fit, else expert_slots, policy,
- * profile and the CPU module (the first CPU device of `reg`, opened here). A device that reads
- * host memory (ST_CAP_UNIFIED) reads every expert in place: no plan unless options were given,
- * and never a cache. Returns 0, or -1 with err (the plan refused: its table and refusal are
- * printed; the profile does not fit the model; no CPU module for the misses). */
+ * profile and the CPU module (the first CPU device of `reg`, opened here). The runtime overhead
+ * counted includes the device memory of the model's streams (measured by creating one). Load the
+ * model with st_offload_load to allocate it from the plan. A device that reads host memory
+ * (ST_CAP_UNIFIED) reads every expert in place: no plan unless options were given, and never a
+ * cache. Returns 0, or -1 with err (the plan refused: its table and refusal are printed; the
+ * profile does not fit the model; no CPU module for the misses). */
 int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_backend_registry *reg,
                        const st_backend_device *pick, st_device *dev, st_model_params *mp, FILE *log,
                        st_offload *out, char *err, size_t errlen);
-/* Closes the CPU device and frees the plan and profile; call after st_model_free and before the
- * registry closes. Zeroes *o. */
+/* Loads the model (st_model_load with *mp, dev of `api`'s module at `index`) inside the plan of
+ * st_offload_prepare: on a device with its own memory the plan's blocks are allocated first (one
+ * device allocation per consumer, so the driver's allocation granularity is paid once per
+ * consumer, not once per tensor: o->arena), and every model buffer is carved from its consumer's
+ * block through o->api; a buffer beyond its consumer's budget fails the load naming it. Without
+ * a plan, or on a device that reads host memory, an ordinary load. Prints one line on `log`
+ * (NULL = silent) when it allocates from the plan. Returns the model (free it before
+ * st_offload_release), or NULL with err; o's blocks are released on failure. */
+st_model *st_offload_load(st_offload *o, const st_model_desc *desc, const st_backend_api *api, st_device *dev,
+                          uint32_t index, const st_model_params *mp, FILE *log, char *err, size_t errlen);
+/* Unbinds and frees the plan's blocks, closes the CPU device and frees the plan and profile;
+ * call after st_model_free, before the device and the registry close. Zeroes *o. */
 void st_offload_release(st_offload *o);
 
 /* One opened model with its plan, for the commands: the file, description, tokenizer (when

@@ -52,6 +52,11 @@ typedef struct st_model_params {
                                     there and computed on the device instead of the CPU; 0 = none */
     int32_t expert_stage_rows;   /* rows a missed expert needs to be staged: 0 = from measured copy
                                     and CPU times, -1 = never, N = at least N */
+    /* Optional: told, before each group of device allocations, which memory-plan consumer they
+     * belong to ("weights", "expert_cache", "expert_table", "kv", "work", "logits"; NULL when the
+     * load ends), so that an allocator carving from a plan (st_plan_api_consumer) charges each
+     * buffer to its own block. NULL (default): not told. */
+    void (*alloc_consumer)(st_device *dev, const char *consumer);
 } st_model_params;
 
 /* Fills the defaults above. */

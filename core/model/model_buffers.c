@@ -39,6 +39,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     kp.type = m->p.kv_type;
     kp.n_seq = m->p.n_seq;
     kp.n_ctx = m->p.n_ctx;
+    st_model_consumer(m, "kv");
     m->kv = st_kv_create(m->api, m->dev, m->stream, &kp, err, errlen);
     if (!m->kv) return -1;
 
@@ -49,6 +50,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
+    st_model_consumer(m, "work");
     if (buf_i32(m, &w->inp, 5 * n + no, "batch inputs", err, errlen)) return -1;
     if (buf_f32(m, &w->x, n * E, "activations", err, errlen)) return -1;
     if (buf_f32(m, &w->cur, n * E, "activations", err, errlen)) return -1;
@@ -91,6 +93,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         free(h);
         if (rc) return -1;
     }
+    st_model_consumer(m, "logits");
     if (buf_f32(m, &w->sel, no * E, "output rows", err, errlen)) return -1;
     if (buf_f32(m, &w->logits, no * hp->n_vocab, "logits", err, errlen)) return -1;
     if (buf_i32(m, &w->oid, no * m->p.topk_max, "top-k ids", err, errlen)) return -1;

@@ -204,10 +204,12 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     h->n_stage = m->p.expert_stage_slots > 0 ? m->p.expert_stage_slots : 0;
     if (h->n_stage > X) h->n_stage = X;
     const int64_t arena_slots = h->n_slots + h->n_stage;
+    st_model_consumer(m, "expert_cache");
     for (int i = 0; i < 3 && arena_slots > 0; i++)
         if (st_model_alloc(m, h->stride[i] * (uint64_t)arena_slots, &h->arena[i], what[i], err, errlen)) return -1;
     if (h->n_stage > 0) {
         h->max_rounds = (X + h->n_stage - 1) / h->n_stage;
+        st_model_consumer(m, "expert_table"); /* the plan counts it with the indices */
         if (st_model_alloc(m, (uint64_t)X * 4u, (void **)&h->stage_dev, "expert staging table", err, errlen))
             return -1;
         h->stage_host = malloc((size_t)(h->max_rounds * X) * sizeof(int32_t));
@@ -219,6 +221,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
             return -1;
         }
     }
+    st_model_consumer(m, "expert_table");
     if (st_model_alloc(m, (uint64_t)(L * X) * 4u, (void **)&h->table_dev, "expert slot table", err, errlen) ||
         st_model_alloc(m, (uint64_t)A * 12u, (void **)&h->idx_dev, "expert indices", err, errlen))
         return -1;

@@ -81,6 +81,9 @@ st_tensor st_model_view3(void *data, uint32_t type, int64_t ne0, int64_t ne1, in
 /* Allocates `bytes` of device memory owned by the model (freed by st_model_free).
  * Returns 0, or -1 with err naming `what`. */
 int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, char *err, size_t errlen);
+/* Names the memory-plan consumer of the device allocations that follow (params.alloc_consumer;
+ * nothing when it is not set). */
+void st_model_consumer(st_model *m, const char *consumer);
 
 /* Creates the KV cache and the work buffers (model_buffers.c). 0 or -1 with err. */
 int st_model_buffers_create(st_model *m, char *err, size_t errlen);

@@ -69,6 +69,10 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
     return 0;
 }
 
+void st_model_consumer(st_model *m, const char *consumer) {
+    if (m->p.alloc_consumer) m->p.alloc_consumer(m->dev, consumer);
+}
+
 /* Is slot `op` of the ops table present (honouring the table's size)? */
 static int has_op(const st_backend_ops *ops, uint32_t op) {
     size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
@@ -150,6 +154,7 @@ static int is_vector_role(int r) {
 
 /* Places one tensor: in place, converted to F32 (vectors), or copied. */
 static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out, char *err, size_t errlen) {
+    st_model_consumer(m, st_tensor_role_is_expert((st_tensor_role)role) ? "expert_cache" : "weights");
     *out = st_model_view3(NULL, g->type, g->ne[0], g->ne[1], g->ne[2]);
     if (is_vector_role(role) && g->type != ST_TYPE_F32) {
         int64_t n = g->ne[0] * g->ne[1] * g->ne[2] * g->ne[3];
@@ -265,9 +270,11 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
     }
     if (place_weights(m, err, errlen) || st_model_buffers_create(m, err, errlen) ||
         (m->hybrid && st_model_experts_create(m, err, errlen))) {
+        st_model_consumer(m, NULL);
         st_model_free(m);
         return NULL;
     }
+    st_model_consumer(m, NULL);
     return m;
 }
 

@@ -159,6 +159,13 @@ uint64_t st_plan_logits_bytes(const st_hparams *hp, int64_t n_out, int64_t topk)
  * ST_PLAN_ALIGN, plus the cell table for n_seq x n_ctx. */
 uint64_t st_plan_kv_bytes(const st_hparams *hp, uint32_t kv_type, int32_t n_layers, int32_t n_seq,
                           int32_t n_ctx);
+/* Device index arrays of an expert cache for a step of n_tok tokens: the hits-first expert ids,
+ * their token rows and the row map (3 x n_tok x top-k int32) and the staging table (n_expert
+ * int32), each rounded to ST_PLAN_ALIGN, as core/model allocates them with a cache. */
+uint64_t st_plan_expert_index_bytes(const st_hparams *hp, int64_t n_tok);
+/* Bytes of every routed-expert tensor of layers [l0, l0+n) uploaded whole (each tensor rounded
+ * to ST_PLAN_ALIGN, as core/model allocates them when every expert is resident). */
+uint64_t st_plan_expert_resident_bytes(const st_model_desc *d, int32_t l0, int32_t n);
 
 /* Writes the table, one block per device (consumer, MiB, why), then the notes, into f-like
  * text: returns the bytes written into buf (truncated at len, always terminated). */

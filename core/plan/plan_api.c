@@ -7,7 +7,7 @@
 #include "plan/plan_arena.h"
 
 #define MIB(b) ((double)(b) / 1048576.0)
-#define MAX_CHAIN 8
+#define MAX_CHAIN ST_PLAN_MAX_CONSUMERS
 
 typedef struct binding {
     st_device *dev;
@@ -15,6 +15,7 @@ typedef struct binding {
     const st_backend_api *real;
     int n;
     char chain[MAX_CHAIN][ST_PLAN_NAME_MAX];
+    char current[ST_PLAN_NAME_MAX]; /* named by the caller (st_plan_api_consumer), or "" */
 } binding;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +48,17 @@ static st_status wrap_alloc(st_device *dev, uint64_t bytes, void **out) {
         return fail("plan: allocation on a device with no plan binding");
     }
     binding *b = &g_bind[k];
-    char scratch[256], list[MAX_CHAIN * (ST_PLAN_NAME_MAX + 2)] = "";
+    char scratch[512], list[MAX_CHAIN * (ST_PLAN_NAME_MAX + 2)] = "";
+    if (b->current[0]) {
+        /* the caller named the consumer: its block alone, a refusal names it */
+        st_status s = st_plan_arena_alloc(b->arena, b->current, bytes, out, scratch, sizeof scratch);
+        pthread_mutex_unlock(&g_mu);
+        if (s == ST_OK) {
+            t_err_ours = 0;
+            return ST_OK;
+        }
+        return fail("%s", scratch);
+    }
     for (int i = 0; i < b->n; i++) {
         if (st_plan_arena_alloc(b->arena, b->chain[i], bytes, out, scratch, sizeof scratch) == ST_OK) {
             pthread_mutex_unlock(&g_mu);
@@ -114,6 +125,13 @@ int st_plan_api_bind(st_plan_arena *a, const st_backend_api *real, st_device *de
     out->mem_free = wrap_free;
     out->last_error = wrap_last_error;
     return 0;
+}
+
+void st_plan_api_consumer(st_device *dev, const char *consumer) {
+    pthread_mutex_lock(&g_mu);
+    int k = dev ? find(dev) : -1;
+    if (k >= 0) snprintf(g_bind[k].current, sizeof g_bind[k].current, "%s", consumer ? consumer : "");
+    pthread_mutex_unlock(&g_mu);
 }
 
 void st_plan_api_unbind(st_device *dev) {

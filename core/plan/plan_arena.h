@@ -56,6 +56,11 @@ st_status st_plan_arena_free(st_plan_arena *a);
  * must outlive every use. 0, or -1 with err (INVALID arguments, no binding slot left). */
 int st_plan_api_bind(st_plan_arena *a, const st_backend_api *real, st_device *dev, const char *const *consumers,
                      int n_consumers, st_backend_api *out, char *err, size_t errlen);
+/* Names the consumer that the bound mem_alloc of `dev` carves from until the next call: only
+ * that block, and a request beyond it is refused naming it (INTERNAL, text through the bound
+ * last_error). NULL or "" goes back to the first-fit chain. Does nothing when `dev` is not
+ * bound. Its signature fits st_model_params.alloc_consumer. */
+void st_plan_api_consumer(st_device *dev, const char *consumer);
 /* Removes the binding of `dev` (after everything allocated through it is released). */
 void st_plan_api_unbind(st_device *dev);
 

@@ -183,10 +183,13 @@ static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan
             if (r->extra[e].device == i)
                 add(d, r->extra[e].name, ST_PLAN_EXTRA, st_plan_round(r->extra[e].bytes), "%s",
                     r->extra[e].why[0] ? r->extra[e].why : "registered by name");
+        /* the slot table and the index arrays of one step through the cache; both are device
+           memory only with a cache, which is decided after the fit: reserved either way */
         if (hp->n_expert > 0 && nl > 0)
             add(d, "expert_table", ST_PLAN_EXPERT_TABLE,
-                st_plan_round((uint64_t)nl * (uint64_t)hp->n_expert * 4u),
-                "(layer, expert) -> slot for %d layers x %d experts", nl, hp->n_expert);
+                st_plan_round((uint64_t)nl * (uint64_t)hp->n_expert * 4u) + st_plan_expert_index_bytes(hp, n_tok),
+                "(layer, expert) -> slot for %d layers x %d experts, indices of %d tokens x top-%d", nl,
+                hp->n_expert, n_tok, hp->n_expert_used);
         if (d->in.runtime_overhead > 0)
             add(d, "runtime", ST_PLAN_RUNTIME, d->in.runtime_overhead, "runtime overhead measured after context creation");
         if (s->reserve > 0)
@@ -267,6 +270,9 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
         int64_t want = r->expert_cache < 0 ? d->expert_slots_max : r->expert_cache;
         if (want > d->expert_slots_max) want = d->expert_slots_max;
         int64_t n = want < fit ? want : fit;
+        /* every expert resident: the tensors are uploaded whole, each rounded on its own */
+        const uint64_t all = st_plan_expert_resident_bytes(desc, d->layer_first, d->n_layers);
+        if (n == d->expert_slots_max && all > left) n--;
         if (r->expert_cache > 0 && n < want)
             note(p, ST_PLAN_WARNING,
                  "%s: expert cache shrunk from %lld to %lld slots (%.1f MiB left after the other consumers); "
@@ -282,7 +288,7 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
         }
         if (n == 0) continue;
         if (n == d->expert_slots_max)
-            add(d, "expert_cache", ST_PLAN_EXPERT_CACHE, (uint64_t)n * slot,
+            add(d, "expert_cache", ST_PLAN_EXPERT_CACHE, all,
                 "all %lld experts of layers %d-%d resident (%.2f MiB each)", (long long)n, d->layer_first,
                 d->layer_first + d->n_layers - 1, MIB(slot));
         else

@@ -51,6 +51,21 @@ uint64_t st_plan_kv_bytes(const st_hparams *hp, uint32_t kv_type, int32_t n_laye
     return 2u * (uint64_t)n_layers * layer + st_plan_round((uint64_t)n_seq * (uint64_t)n_ctx * 4u);
 }
 
+uint64_t st_plan_expert_index_bytes(const st_hparams *hp, int64_t n_tok) {
+    if (hp->n_expert <= 0) return 0;
+    const uint64_t A = (uint64_t)n_tok * (uint64_t)hp->n_expert_used;
+    return st_plan_round(A * 12u) + st_plan_round((uint64_t)hp->n_expert * 4u);
+}
+
+uint64_t st_plan_expert_resident_bytes(const st_model_desc *d, int32_t l0, int32_t n) {
+    uint64_t b = 0;
+    for (int32_t l = l0; l < l0 + n; l++)
+        for (int r = 0; r < ST_T_ROLE_COUNT; r++)
+            if (st_tensor_role_is_expert((st_tensor_role)r) && d->layers[l].t[r])
+                b += st_plan_round(d->layers[l].t[r]->nbytes);
+    return b;
+}
+
 /* Vectors (norms, biases) that are not F32 are converted to F32 on the device. */
 static int is_vector_role(int r) {
     return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||

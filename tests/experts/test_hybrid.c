@@ -446,12 +446,13 @@ static void test_plan_bound(st_backend_registry *reg, const dev *gpu) {
             break;
         }
         CHECK(off.plan != NULL, "no plan for a simulated device");
-        st_model *m = st_model_load(desc, gpu->api, gpu->dev, gpu->index, &p, err, sizeof err);
+        st_model *m = st_offload_load(&off, desc, gpu->api, gpu->dev, gpu->index, &p, NULL, err, sizeof err);
         CHECK(m != NULL, "load (pass %d): %s", pass, err);
         if (m && off.plan) {
+            /* the model is carved from the plan's blocks: the device holds exactly the plan */
             const uint64_t used = f0 - dev_free(gpu), planned = off.plan->dev[0].allocated;
-            CHECK(used <= planned, "pass %d: the model took %llu bytes, the plan allocates %llu", pass,
-                  (unsigned long long)used, (unsigned long long)planned);
+            CHECK(used == planned && off.arena != NULL, "pass %d: the device holds %llu bytes, the plan allocates %llu",
+                  pass, (unsigned long long)used, (unsigned long long)planned);
             if (pass == 1)
                 CHECK(off.expert_slots > 0 && off.expert_slots < off.plan->dev[0].expert_slots_max,
                       "25 MiB should give a partial cache (%lld of %lld)", (long long)off.expert_slots,
