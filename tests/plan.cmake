@@ -21,6 +21,17 @@ if(TARGET st_plan)
   endif()
 endif()
 
+# The model loaded from the plan's blocks through the commands' path (st_offload_load) on a
+# simulated device: one device allocation per planned consumer, the plan's total exactly, the
+# same greedy tokens, every expert resident and with an expert cache (misses on the CPU module)
+if(TARGET st_engine AND TARGET strata-sim AND TARGET strata-cpu-avx2)
+  add_executable(test_plan_arena_model ${CMAKE_CURRENT_SOURCE_DIR}/plan/test_plan_arena_model.c)
+  target_link_libraries(test_plan_arena_model PRIVATE st_engine st_model st_plan st_backend)
+  add_dependencies(test_plan_arena_model strata-sim strata-cpu-avx2)
+  add_test(NAME plan.arena_model COMMAND test_plan_arena_model $<TARGET_FILE:strata-sim> $<TARGET_FILE:strata-cpu-avx2>)
+  set_tests_properties(plan.arena_model PROPERTIES ENVIRONMENT "STRATA_LOG=error")
+endif()
+
 # strata plan end to end on two simulated devices: a plan that fits (and is allocated), one that
 # is refused, and an injected allocation failure reported with the consumer's name
 # (shell commands run the binary directly: native builds only)

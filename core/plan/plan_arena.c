@@ -21,6 +21,13 @@ struct st_plan_arena {
     arena_block b[ST_PLAN_MAX_CONSUMERS];
 };
 
+/* "12.0 MiB", or "768 B" below 1 MiB (small buffers stay readable in a refusal). */
+static const char *size_text(char *buf, size_t len, uint64_t b) {
+    if (b >= 1048576u) snprintf(buf, len, "%.1f MiB", MIB(b));
+    else snprintf(buf, len, "%llu B", (unsigned long long)b);
+    return buf;
+}
+
 static arena_block *find(const st_plan_arena *a, const char *name) {
     if (!a || !name) return NULL;
     for (int32_t i = 0; i < a->n; i++)
@@ -90,9 +97,10 @@ st_status st_plan_arena_alloc(st_plan_arena *a, const char *consumer, uint64_t b
     uint64_t r = (bytes ? bytes : 1);
     r = (r + ST_PLAN_ALIGN - 1) / ST_PLAN_ALIGN * ST_PLAN_ALIGN;
     if (r > b->budget - b->used) {
-        snprintf(err, errlen, "plan: consumer '%s' on %s asked %.1f MiB beyond its %.1f MiB (%.1f MiB used, "
-                 "%.1f MiB asked; a bug: the plan sized it too small)", consumer, a->dev_name,
-                 MIB(r - (b->budget - b->used)), MIB(b->budget), MIB(b->used), MIB(r));
+        char t[4][32];
+        snprintf(err, errlen, "plan: consumer '%s' on %s asked %s beyond its %s (%s used, %s asked; a bug: the plan "
+                 "sized it too small)", consumer, a->dev_name, size_text(t[0], 32, r - (b->budget - b->used)),
+                 size_text(t[1], 32, b->budget), size_text(t[2], 32, b->used), size_text(t[3], 32, r));
         return ST_INTERNAL;
     }
     *out = (char *)b->base + b->used;
