@@ -160,8 +160,9 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     if (api->mem_info(dev, &fr, &tot) == ST_OK && fr < in.mem_free) in.runtime_overhead = in.mem_free - fr;
     /* the model's streams may hold device memory of the module's own (CUDA: a workspace per
        stream), outside mem_alloc: measured on one, counted for the compute stream and, for a
-       model with experts, the upload stream of a cache */
-    const uint64_t per_stream = stream_bytes(api, dev);
+       model with experts, the upload stream of a cache (not on a device that reads host memory,
+       whose free memory is the host's and moves on its own) */
+    const uint64_t per_stream = unified ? 0 : stream_bytes(api, dev);
     in.runtime_overhead += per_stream * (d->hp.n_expert > 0 ? 2u : 1u);
     if (log && per_stream)
         fprintf(log, "runtime: a stream holds %.1f MiB of device memory of its own (measured); counted for %d\n",

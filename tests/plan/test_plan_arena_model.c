@@ -246,6 +246,11 @@ static void test_model(env *e, const char *arch, uint32_t wtype, int granularity
         return;
     }
     e->desc = desc;
+    /* the plan reserves the cache's index arrays by its own formula: it must be the model's */
+    CHECK(st_plan_expert_index_bytes(&desc->hp, 64) == st_model_expert_io_bytes(&desc->hp, 64),
+          "%s: the plan's expert index bytes %llu, the model's %llu", e->label,
+          (unsigned long long)st_plan_expert_index_bytes(&desc->hp, 64),
+          (unsigned long long)st_model_expert_io_bytes(&desc->hp, 64));
 
     /* the reference: an ordinary load (a buffer per tensor and buffer, every expert resident) */
     st_model_params mp;
