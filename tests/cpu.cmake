@@ -54,7 +54,7 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
 
   add_executable(bench_ops ${CMAKE_CURRENT_SOURCE_DIR}/cpu/bench_ops.c)
   target_include_directories(bench_ops PRIVATE ${_cpu_inc})
-  target_link_libraries(bench_ops PRIVATE st_quant ${CMAKE_DL_LIBS} m)
+  target_link_libraries(bench_ops PRIVATE st_gguf st_quant ${CMAKE_DL_LIBS} m)
 endif()
 
 # bench_ggml_ref (not a test): the same GEMV run by llama.cpp's CPU backend, when its prebuilt

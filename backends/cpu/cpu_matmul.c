@@ -52,6 +52,34 @@ static char *quantize_rows(st_device *d, const st_cpu_weight_kernels *wk, const 
     return buf;
 }
 
+/* MOE_MATMUL's activation rows, one per sorted assignment: each distinct source row of x is
+ * quantized once (decode's gate and up matmuls give all k experts of a token the same row) and
+ * copied to the assignments that use it. Returns the buffer (caller frees) or NULL on OOM. */
+static char *quantize_moe_rows(st_device *d, const st_cpu_weight_kernels *wk, const st_tensor *x, int64_t n_x,
+                               const int32_t *src_rows, int64_t n, int64_t K, size_t xrow) {
+    int32_t *slot = malloc((size_t)(n_x + n) * sizeof *slot);
+    if (!slot) return NULL;
+    int32_t *uniq = slot + n_x; /* source row of each distinct row */
+    for (int64_t r = 0; r < n_x; r++) slot[r] = -1;
+    int64_t n_u = 0;
+    for (int64_t p = 0; p < n; p++)
+        if (slot[src_rows[p]] < 0) {
+            slot[src_rows[p]] = (int32_t)n_u;
+            uniq[n_u++] = src_rows[p];
+        }
+    if (n_u == n) { /* every assignment has its own row */
+        free(slot);
+        return quantize_rows(d, wk, x, src_rows, n, K, xrow);
+    }
+    char *qu = quantize_rows(d, wk, x, uniq, n_u, K, xrow);
+    char *qx = qu ? malloc((size_t)n * xrow + 64) : NULL;
+    if (qx)
+        for (int64_t p = 0; p < n; p++) memcpy(qx + (size_t)p * xrow, qu + (size_t)slot[src_rows[p]] * xrow, xrow);
+    free(qu);
+    free(slot);
+    return qx;
+}
+
 /* ---------------------------------------------------------------- shared row-block kernel */
 
 typedef struct mm_block {
@@ -75,7 +103,7 @@ static inline void mm_store(const mm_block *b, int64_t i0, int nr, int64_t m, co
 
 /* Bytes ahead of the current weight row that decode prefetches: streams of weight rows cross
  * page boundaries every few rows, where hardware prefetchers stop. */
-#define ST_MM_PREFETCH_BYTES 2048
+#define ST_MM_PREFETCH_BYTES 8192
 
 static inline void prefetch_rows(const char *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 0);
@@ -304,7 +332,7 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
         goto done;
     }
     st_device *d = st->dev;
-    char *qx = quantize_rows(d, wk, &a->x, src_rows, n_active, K, xrow);
+    char *qx = quantize_moe_rows(d, wk, &a->x, n_x, src_rows, n_active, K, xrow);
     if (!qx) {
         s = st_mod_fail(ST_OOM, "cpu moe_matmul: activation buffer of %zu bytes", (size_t)n_active * xrow);
         goto done;

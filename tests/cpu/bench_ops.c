@@ -2,10 +2,13 @@
  * over an F16 paged cache at several context lengths, MoE GEMV of one token (8 of 64 experts
  * of the bench-moe-1.5g shapes), argmax over a 151936-entry vocabulary. Prints wall and CPU
  * time per call (on a shared machine the CPU time per call is the steadier number).
+ * With BENCH_GGUF=<model.gguf> (a qwen3moe with those shapes) the MoE weights are the model's
+ * own expert tensors, read from its file mapping layer after layer, as in decode.
  * Usage: bench_ops <module.so> [threads] [iters] [what: all|attn|moe|argmax] */
 #include <time.h>
 
 #include "cpu_test_util.h"
+#include "gguf/gguf.h"
 
 static double clock_s(clockid_t id) {
     struct timespec ts;
@@ -116,15 +119,57 @@ static int bench_moe(const st_backend_api *api, st_stream *s, int iters) {
         xrow[i] = 0;
         drow[i] = i;
     }
+    /* the model's own experts when asked for */
+    const char *path = getenv("BENCH_GGUF");
+    st_gguf *gf = NULL;
+    const void *gw[64][3];
+    int g_layers = 0;
+    if (path && *path) {
+        char err[256];
+        gf = st_gguf_open(path, err, sizeof err);
+        if (!gf) {
+            fprintf(stderr, "%s: %s\n", path, err);
+            return 1;
+        }
+        static const char *names[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+        for (; g_layers < 64; g_layers++) {
+            int ok = 1;
+            for (int t = 0; t < 3; t++) {
+                char nm[64];
+                snprintf(nm, sizeof nm, "blk.%d.%s.weight", g_layers, names[t]);
+                const st_gguf_tensor *gt = st_gguf_tensor_find(gf, nm);
+                if (!gt || gt->type != ST_TYPE_Q4_K || gt->ne[2] != E || gt->ne[0] != (t < 2 ? embd : ff)) ok = 0;
+                else gw[g_layers][t] = gt->data;
+            }
+            if (!ok) break;
+        }
+        if (g_layers == 0) {
+            fprintf(stderr, "%s: no Q4_K expert tensors of [64][512][1024]\n", path);
+            return 1;
+        }
+        /* map every page first (decode after a prompt finds them mapped) */
+        size_t pages = 0;
+        volatile uint8_t sink = 0;
+        for (int l = 0; l < g_layers; l++)
+            for (int t = 0; t < 3; t++)
+                for (size_t o = 0; o < up_bytes; o += 4096, pages++) sink ^= ((const volatile uint8_t *)gw[l][t])[o];
+        printf("moe weights: %d layers of %s (%zu pages touched)\n", g_layers, path, pages);
+    }
     double tg = 0, tu = 0, td = 0, cg = 0;
     for (int it = 0; it < iters; it++) {
         uint8_t *lw = w + (up_bytes * 2 + dn_bytes) * (size_t)(it % layers);
+        const void *wg = lw, *wu = lw + up_bytes, *wd = lw + 2 * up_bytes;
+        if (g_layers) {
+            wg = gw[it % g_layers][0];
+            wu = gw[it % g_layers][1];
+            wd = gw[it % g_layers][2];
+        }
         for (int i = 0; i < 8; i++) expert[i] = (int32_t)((ct_rand_u32() % 8) * 8 + i); /* 8 distinct */
         st_moe_matmul_args a = {.size = sizeof a, .n_assign = 8};
         a.slot_table = table;
         a.expert = expert;
         a.x_row = xrow;
-        a.w = ct_tensor(lw, ST_TYPE_Q4_K, embd, ff, E);
+        a.w = ct_tensor((void *)wg, ST_TYPE_Q4_K, embd, ff, E);
         a.x = ct_tensor(x, ST_TYPE_F32, embd, 1, 1);
         a.out = ct_tensor(g, ST_TYPE_F32, ff, 8, 1);
         double t0 = now_s(), c0 = cpu_s();
@@ -133,11 +178,11 @@ static int bench_moe(const st_backend_api *api, st_stream *s, int iters) {
             return 1;
         }
         double t1 = now_s();
-        a.w.data = lw + up_bytes;
+        a.w.data = (void *)wu;
         a.out = ct_tensor(u, ST_TYPE_F32, ff, 8, 1);
         api->ops->moe_matmul(s, &a);
         double t2 = now_s();
-        a.w = ct_tensor(lw + 2 * up_bytes, ST_TYPE_Q4_K, ff, embd, E);
+        a.w = ct_tensor((void *)wd, ST_TYPE_Q4_K, ff, embd, E);
         a.x = ct_tensor(g, ST_TYPE_F32, ff, 8, 1);
         a.x_row = drow;
         a.out = ct_tensor(o, ST_TYPE_F32, embd, 8, 1);
@@ -153,6 +198,7 @@ static int bench_moe(const st_backend_api *api, st_stream *s, int iters) {
     printf("moe up                                       %9.1f us wall  %6.2f GB/s\n", tu / iters * 1e6, b / (tu / iters) / 1e9);
     printf("moe down 8 x [1024][512] Q4_K                %9.1f us wall  %6.2f GB/s\n", td / iters * 1e6, b / (td / iters) / 1e9);
     printf("moe all three: %.1f us wall, %.1f us cpu per layer\n", (tg + tu + td) / iters * 1e6, cg / iters * 1e6);
+    if (gf) st_gguf_close(gf);
     free(w);
     free(row);
     free(x);
