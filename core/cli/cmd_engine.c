@@ -183,7 +183,7 @@ int st_cmd_engine(int argc, char **argv) {
         elog("%s", err);
         return 1;
     }
-    st_model *m = st_model_load(desc, di.api, di.dev, pick->index, &mp, err, sizeof err);
+    st_model *m = st_offload_load(&g_off, desc, di.api, di.dev, pick->index, &mp, stderr, err, sizeof err);
     if (!m) {
         elog("%s", err);
         return 1;
