@@ -86,7 +86,7 @@ static inline __m256 st_x86_exp8(__m256 x) {
 
 /* Bytes ahead of the current weight row that the row-range kernels prefetch: streams of weight
  * rows cross page boundaries every few rows, where hardware prefetchers stop. */
-#define ST_X86_PREFETCH_AHEAD 2048
+#define ST_X86_PREFETCH_AHEAD 8192
 
 /* Expands a kernel body template `name##_rows(k, w, x, xs, s, NR)` into a vec_dot with the row
  * count as a compile-time constant (accumulators stay in registers), and name##_mr, the same
@@ -117,6 +117,7 @@ static inline __m256 st_x86_exp8(__m256 x) {
         case 2: ST_X86_VEC_DOT_MR(name, 2) break;                                                       \
         case 3: ST_X86_VEC_DOT_MR(name, 3) break;                                                       \
         case 4: ST_X86_VEC_DOT_MR(name, 4) break;                                                       \
+        case 8: ST_X86_VEC_DOT_MR(name, 8) break;                                                       \
         default:                                                                                        \
             for (int64_t m = 0; m < mr; m++) name(k, (const char *)w + (size_t)m * ws, x, xs, nr, s + (size_t)m * ss); \
             break;                                                                                      \

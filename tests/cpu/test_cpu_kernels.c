@@ -68,6 +68,27 @@ static void test_weight_type(uint32_t wt, int64_t K) {
         ST_CHECK(memcmp(wd, wd2, sizeof(float) * (size_t)K) == 0);
         free(wd2);
     }
+    /* vec_dot_rows (when the ISA has it): the same bits as vec_dot, row by row, for every nr */
+    if (x->vec_dot_rows) {
+        enum { MR = 5 };
+        size_t wstride = wr + 3; /* rows need not be packed */
+        uint8_t *wm = malloc(wstride * MR);
+        for (int m = 0; m < MR; m++) {
+            ct_fill(wf, K, 1.0f);
+            ST_CHECK(st_quantize_row(wt, wf, wm + wstride * (size_t)m, K) == 0);
+        }
+        for (int nr = 1; nr <= NR; nr++) {
+            float sr[MR * (NR + 1)], s1[NR];
+            x->vec_dot_rows(K, wm, wstride, MR, qx, xr, nr, sr, (size_t)nr + 1);
+            for (int m = 0; m < MR; m++) {
+                x->vec_dot(K, wm + wstride * (size_t)m, qx, xr, nr, s1);
+                ST_CHECK_MSG(memcmp(s1, sr + m * (nr + 1), sizeof(float) * (size_t)nr) == 0,
+                             "%s K=%lld: vec_dot_rows differs from vec_dot (nr=%d, row %d)", st_type_name(wt),
+                             (long long)K, nr, m);
+            }
+        }
+        free(wm);
+    }
     free(wf);
     free(xf);
     free(wd);
