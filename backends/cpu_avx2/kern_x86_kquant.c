@@ -40,6 +40,28 @@ static void x_q8_k_from_float(const float *x, void *vy, int64_t k) {
     }
 }
 
+#if defined(__AVX512BW__)
+/* Q8_K rows for this build's Q4_K kernel: the same values and sums as Q8_K, with the 32-value
+ * sub-blocks of each 128 stored in the order 0, 2, 1, 3 (and their 16-value sums with them), so
+ * the low and the high nibbles of 64 weight bytes meet their activations in one 64-byte load. */
+static void x_q8_k_from_float_q4k(const float *x, void *vy, int64_t k) {
+    static const int pos[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* storage position of sub-block i */
+    x_q8_k_from_float(x, vy, k);
+    st_block_q8_K *y = vy;
+    for (int64_t b = 0; b < k / ST_QK_K; b++) {
+        int8_t qs[ST_QK_K];
+        int16_t bs[ST_QK_K / 16];
+        memcpy(qs, y[b].qs, sizeof qs);
+        memcpy(bs, y[b].bsums, sizeof bs);
+        for (int i = 0; i < 8; i++) {
+            memcpy(y[b].qs + 32 * pos[i], qs + 32 * i, 32);
+            y[b].bsums[2 * pos[i]] = bs[2 * i];
+            y[b].bsums[2 * pos[i] + 1] = bs[2 * i + 1];
+        }
+    }
+}
+#endif
+
 /* 16 bsums -> 8 sums of pairs (one per 32-element sub-block). */
 static inline __m128i bsums_pairs(const int16_t *bs) {
     __m128i lo = _mm_loadu_si128((const __m128i *)bs), hi = _mm_loadu_si128((const __m128i *)(bs + 8));
@@ -127,39 +149,43 @@ ST_X86_INLINE void vd_q4_k_rows(int64_t k, const void *vw, const void *x, size_t
     const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m256 accm[8];
 #if defined(__AVX512BW__)
+    /* activations come from x_q8_k_from_float_q4k: sub-blocks stored 0 2 1 3 4 6 5 7 */
+    const __m128i dup_pmins = _mm_setr_epi8(8, 8, 10, 10, 9, 9, 11, 11, 12, 12, 14, 14, 13, 13, 15, 15);
     __m512 acc[8];
     for (int j = 0; j < NR; j++) {
         acc[j] = _mm512_setzero_ps();
         accm[j] = _mm256_setzero_ps();
     }
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    /* register c holds sub-blocks 2c (low 256 bits) and 2c + 1 (high 256 bits) */
+    /* register p holds sub-blocks {4(p/2) + p%2 (low 256 bits), 4(p/2) + p%2 + 2 (high)} */
     static const char idx_tab[4][64] = {
-        {K4_IDX8(0), K4_IDX8(0), K4_IDX8(1), K4_IDX8(1)},
-        {K4_IDX8(2), K4_IDX8(2), K4_IDX8(3), K4_IDX8(3)},
-        {K4_IDX8(4), K4_IDX8(4), K4_IDX8(5), K4_IDX8(5)},
-        {K4_IDX8(6), K4_IDX8(6), K4_IDX8(7), K4_IDX8(7)},
+        {K4_IDX8(0), K4_IDX8(0), K4_IDX8(2), K4_IDX8(2)},
+        {K4_IDX8(1), K4_IDX8(1), K4_IDX8(3), K4_IDX8(3)},
+        {K4_IDX8(4), K4_IDX8(4), K4_IDX8(6), K4_IDX8(6)},
+        {K4_IDX8(5), K4_IDX8(5), K4_IDX8(7), K4_IDX8(7)},
     };
+    (void)dup_mins;
     for (int64_t b = 0; b < k / ST_QK_K; b++) {
         __m128i smb = k4_scales_mins(w[b].scales);
         __m512i scv = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(smb));
-        __m256i mnd = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(smb, dup_mins));
+        __m256i mnd = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(smb, dup_pmins));
         __m512i q[4], sv[4];
-        for (int c = 0; c < 4; c++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
-            q[c] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1), m4);
-            sv[c] = _mm512_shuffle_epi8(scv, _mm512_loadu_si512((const void *)idx_tab[c]));
+        for (int h = 0; h < 2; h++) {
+            __m512i v = _mm512_loadu_si512((const void *)(w[b].qs + 64 * h));
+            q[2 * h] = _mm512_and_si512(v, m4);
+            q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
+        for (int p = 0; p < 4; p++) sv[p] = _mm512_shuffle_epi8(scv, _mm512_loadu_si512((const void *)idx_tab[p]));
         float d = st_x86_h2f(w[b].d), dmin = st_x86_h2f(w[b].dmin);
         for (int j = 0; j < NR; j++) {
             const st_block_q8_K *xb = ROW(st_block_q8_K, x, xs, j) + b;
             __m512i sumi = _mm512_setzero_si512();
-            for (int c = 0; c < 4; c++) {
-                __m512i p = _mm512_maddubs_epi16(q[c], _mm512_loadu_si512((const void *)(xb->qs + 64 * c)));
+            for (int p = 0; p < 4; p++) {
+                __m512i pr = _mm512_maddubs_epi16(q[p], _mm512_loadu_si512((const void *)(xb->qs + 64 * p)));
 #if defined(__AVX512VNNI__)
-                sumi = _mm512_dpwssd_epi32(sumi, p, sv[c]);
+                sumi = _mm512_dpwssd_epi32(sumi, pr, sv[p]);
 #else
-                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, sv[c]));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, sv[p]));
 #endif
             }
             __m256i ms = _mm256_madd_epi16(mnd, _mm256_loadu_si256((const __m256i *)xb->bsums));
@@ -437,6 +463,9 @@ void st_x86_kquant_kernels(st_cpu_kernels *k) {
     k->wt[ST_TYPE_Q3_K].vec_dot = vd_q3_k;
     k->wt[ST_TYPE_Q3_K].vec_dot_rows = vd_q3_k_mr;
     k->wt[ST_TYPE_Q4_K].vec_dot = vd_q4_k;
+#if defined(__AVX512BW__)
+    k->wt[ST_TYPE_Q4_K].from_float = x_q8_k_from_float_q4k;
+#endif
     k->wt[ST_TYPE_Q4_K].vec_dot_rows = vd_q4_k_mr;
     k->wt[ST_TYPE_Q5_K].vec_dot = vd_q5_k;
     k->wt[ST_TYPE_Q5_K].vec_dot_rows = vd_q5_k_mr;

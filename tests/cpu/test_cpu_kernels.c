@@ -39,6 +39,24 @@ static void test_weight_type(uint32_t wt, int64_t K) {
                 memcpy(qx + xr * (size_t)j, xf + j * K, xr);
             }
         }
+#ifdef ST_TEST_AVX512
+        if (wt == ST_TYPE_Q4_K) { /* this build's Q4_K partner stores sub-blocks 0 2 1 3 4 6 5 7 */
+            static const int pos[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+            uint8_t *perm = malloc(xr * NR);
+            memcpy(perm, qs, xr * NR);
+            for (int64_t b = 0; b < (int64_t)NR * (K / 256); b++) {
+                const st_block_q8_K *src = (const st_block_q8_K *)(qs + (size_t)b * sizeof(st_block_q8_K));
+                st_block_q8_K *dst = (st_block_q8_K *)(perm + (size_t)b * sizeof(st_block_q8_K));
+                for (int i = 0; i < 8; i++) {
+                    memcpy(dst->qs + 32 * pos[i], src->qs + 32 * i, 32);
+                    dst->bsums[2 * pos[i]] = src->bsums[2 * i];
+                    dst->bsums[2 * pos[i] + 1] = src->bsums[2 * i + 1];
+                }
+            }
+            ST_CHECK_MSG(memcmp(perm, qx, xr * NR) == 0, "Q4_K: from_float is not the permuted Q8_K");
+            free(perm);
+        } else
+#endif
         ST_CHECK_MSG(memcmp(qs, qx, xr * NR) == 0, "%s: from_float differs from scalar", st_type_name(wt));
         /* dots: SIMD vs scalar within a rounding bound; multi-row == single-row bits */
         s->to_float(w, wd, K);
