@@ -205,6 +205,7 @@ typedef struct attn_job {
     const st_attention_args *a;
     int64_t n_head, n_kv, dk, dv, g;
     int64_t ldq, ldo, dmax; /* padded q / out row lengths, widest cache row */
+    size_t krow, vrow;      /* bytes of one cached K / V row */
     size_t per_thread;      /* floats of scratch per thread */
     float *scratch;
     const attn_task_def *tasks;
@@ -274,6 +275,17 @@ static void attn_merge(const attn_job *j, int64_t t, int64_t kvh, int nch, float
     attn_store(j, t, kvh, o, l);
 }
 
+/* Prefetch the K and V rows of positions [p0, p1) of one kv head: cached rows are scattered over
+ * the cells (and strided by the other heads), where hardware prefetchers do not follow. */
+static void attn_prefetch(const attn_job *j, const int32_t *cells, int64_t kvh, int64_t p0, int64_t p1) {
+    const st_attention_args *a = j->a;
+    for (int64_t p = p0; p < p1; p++) {
+        const char *k = cache_row(&a->k_cache, cells[p], kvh), *v = cache_row(&a->v_cache, cells[p], kvh);
+        for (size_t o = 0; o < j->krow; o += 64) __builtin_prefetch(k + o, 0, 3);
+        for (size_t o = 0; o < j->vrow; o += 64) __builtin_prefetch(v + o, 0, 3);
+    }
+}
+
 static void attn_chunk(attn_job *j, const attn_task_def *td, float *sc) {
     const st_attention_args *a = j->a;
     int64_t g = j->g, dk = j->dk, dv = j->dv, t = td->t, kvh = td->kvh;
@@ -295,8 +307,11 @@ static void attn_chunk(attn_job *j, const attn_task_def *td, float *sc) {
         l[h] = 0.0f;
     }
     memset(o, 0, (size_t)(g * j->ldo) * sizeof(float));
+    attn_prefetch(j, cells, kvh, p0, p0 + ST_ATTN_BLOCK < p1 ? p0 + ST_ATTN_BLOCK : p1);
     for (int64_t b0 = p0; b0 < p1; b0 += ST_ATTN_BLOCK) {
         int nb = (int)(p1 - b0 < ST_ATTN_BLOCK ? p1 - b0 : ST_ATTN_BLOCK);
+        int64_t n0 = b0 + ST_ATTN_BLOCK, n1 = n0 + ST_ATTN_BLOCK < p1 ? n0 + ST_ATTN_BLOCK : p1;
+        if (n0 < n1) attn_prefetch(j, cells, kvh, n0, n1); /* the next block, while this one computes */
         const void *base;
         int64_t stride;
         const int32_t *cl;
@@ -400,6 +415,8 @@ st_status st_cpu_attention(st_stream *st, const st_attention_args *a) {
     j.ldq = (dk + 15) & ~(int64_t)15;
     j.ldo = (dv + 15) & ~(int64_t)15;
     j.dmax = dk > dv ? dk : dv;
+    j.krow = st_row_size(a->k_cache.type, dk);
+    j.vrow = st_row_size(a->v_cache.type, dv);
     int conv = a->k_cache.type != ST_TYPE_F16 && a->k_cache.type != ST_TYPE_F32;
     conv |= a->v_cache.type != ST_TYPE_F16 && a->v_cache.type != ST_TYPE_F32;
     j.per_thread = (size_t)g * (size_t)(j.ldq + j.ldo + ST_ATTN_BLOCK + 2) + 32 +

@@ -103,7 +103,7 @@ static inline void mm_store(const mm_block *b, int64_t i0, int nr, int64_t m, co
 
 /* Bytes ahead of the current weight row that decode prefetches: streams of weight rows cross
  * page boundaries every few rows, where hardware prefetchers stop. */
-#define ST_MM_PREFETCH_BYTES 8192
+#define ST_MM_PREFETCH_BYTES 4096
 
 static inline void prefetch_rows(const char *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 0);

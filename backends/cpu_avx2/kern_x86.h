@@ -86,7 +86,7 @@ static inline __m256 st_x86_exp8(__m256 x) {
 
 /* Bytes ahead of the current weight row that the row-range kernels prefetch: streams of weight
  * rows cross page boundaries every few rows, where hardware prefetchers stop. */
-#define ST_X86_PREFETCH_AHEAD 8192
+#define ST_X86_PREFETCH_AHEAD 4096
 
 /* Expands a kernel body template `name##_rows(k, w, x, xs, s, NR)` into a vec_dot with the row
  * count as a compile-time constant (accumulators stay in registers), and name##_mr, the same
