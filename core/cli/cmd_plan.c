@@ -153,9 +153,9 @@ static int load_in_plan(const st_plan *p, const st_model_desc *desc, const st_ba
         return -1;
     }
     if (p->dev[0].expert_slots < p->dev[0].expert_slots_max) {
-        fprintf(stderr, "strata plan: --load: the model places every expert on its device (no expert cache in the "
-                "forward yet); the plan caches %lld of %lld\n", (long long)p->dev[0].expert_slots,
-                (long long)p->dev[0].expert_slots_max);
+        fprintf(stderr, "strata plan: --load checks all-resident plans only; this plan caches %lld of %lld experts: "
+                "load it with an expert cache through `strata run` or `strata bench` with the same options\n",
+                (long long)p->dev[0].expert_slots, (long long)p->dev[0].expert_slots_max);
         return -1;
     }
     const st_backend_api *api = picked[0]->module->api;
