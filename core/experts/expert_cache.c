@@ -1,8 +1,8 @@
 /* Expert slot table, lru / lfru / profile policies, statistics. */
+#include "platform/textbuf.h"
 #include "experts/expert_cache.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,52 +267,35 @@ void st_expert_cache_stats_reset(st_expert_cache *c) {
     memset(c->stats, 0, (size_t)c->p.n_layer * sizeof *c->stats);
 }
 
-typedef struct out_buf {
-    char *buf;
-    size_t len, n;
-} out_buf;
-
-static void put(out_buf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out_buf *o, const char *fmt, ...) {
-    if (o->len == 0) return;
-    size_t room = o->n < o->len ? o->len - o->n : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(room ? o->buf + o->n : NULL, room, fmt, ap);
-    va_end(ap);
-    if (w > 0) o->n += (size_t)w;
-    if (o->n >= o->len) o->buf[o->len - 1] = 0;
-}
-
 size_t st_expert_cache_format_metrics(const st_expert_cache *c, const char *device, double belady_hit_rate, char *buf,
                                       size_t len) {
-    out_buf o = {buf, len, 0};
+    st_textbuf o = {buf, len, 0};
     if (len) buf[0] = 0;
     const char *dv = device ? device : "0";
     static const char *const names[3] = {"hits", "misses", "inserts"};
     for (int k = 0; k < 3; k++) {
-        put(&o, "# TYPE strata_expert_%s_total counter\n", names[k]);
+        st_textbuf_put(&o, "# TYPE strata_expert_%s_total counter\n", names[k]);
         for (int32_t l = -1; l < c->p.n_layer; l++) {
             st_expert_stats s;
             st_expert_cache_stats(c, l, &s);
             uint64_t v = k == 0 ? s.hits : k == 1 ? s.misses : s.inserts;
-            if (l < 0) put(&o, "strata_expert_%s_total{device=\"%s\"} %llu\n", names[k], dv, (unsigned long long)v);
-            else put(&o, "strata_expert_%s_total{device=\"%s\",layer=\"%d\"} %llu\n", names[k], dv, l, (unsigned long long)v);
+            if (l < 0) st_textbuf_put(&o, "strata_expert_%s_total{device=\"%s\"} %llu\n", names[k], dv, (unsigned long long)v);
+            else st_textbuf_put(&o, "strata_expert_%s_total{device=\"%s\",layer=\"%d\"} %llu\n", names[k], dv, l, (unsigned long long)v);
         }
     }
     st_expert_stats t;
     st_expert_cache_stats(c, -1, &t);
-    put(&o, "# TYPE strata_expert_bytes_total counter\n");
-    put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"device\"} %llu\n", dv, (unsigned long long)t.bytes_device);
-    put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"host\"} %llu\n", dv, (unsigned long long)t.bytes_host);
-    put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"upload\"} %llu\n", dv, (unsigned long long)t.bytes_upload);
-    put(&o, "# TYPE strata_expert_resident gauge\nstrata_expert_resident{device=\"%s\"} %lld\n", dv,
+    st_textbuf_put(&o, "# TYPE strata_expert_bytes_total counter\n");
+    st_textbuf_put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"device\"} %llu\n", dv, (unsigned long long)t.bytes_device);
+    st_textbuf_put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"host\"} %llu\n", dv, (unsigned long long)t.bytes_host);
+    st_textbuf_put(&o, "strata_expert_bytes_total{device=\"%s\",tier=\"upload\"} %llu\n", dv, (unsigned long long)t.bytes_upload);
+    st_textbuf_put(&o, "# TYPE strata_expert_resident gauge\nstrata_expert_resident{device=\"%s\"} %lld\n", dv,
         (long long)st_expert_cache_resident(c));
-    put(&o, "# TYPE strata_expert_slots gauge\nstrata_expert_slots{device=\"%s\"} %lld\n", dv, (long long)c->p.n_slots);
-    put(&o, "# TYPE strata_expert_hit_rate gauge\nstrata_expert_hit_rate{device=\"%s\"} %.6f\n", dv,
+    st_textbuf_put(&o, "# TYPE strata_expert_slots gauge\nstrata_expert_slots{device=\"%s\"} %lld\n", dv, (long long)c->p.n_slots);
+    st_textbuf_put(&o, "# TYPE strata_expert_hit_rate gauge\nstrata_expert_hit_rate{device=\"%s\"} %.6f\n", dv,
         st_expert_stats_hit_rate(&t));
     if (belady_hit_rate >= 0)
-        put(&o, "# TYPE strata_expert_hit_rate_belady gauge\nstrata_expert_hit_rate_belady{device=\"%s\"} %.6f\n", dv,
+        st_textbuf_put(&o, "# TYPE strata_expert_hit_rate_belady gauge\nstrata_expert_hit_rate_belady{device=\"%s\"} %.6f\n", dv,
             belady_hit_rate);
-    return o.n < o.len ? o.n : (o.len ? o.len - 1 : 0);
+    return st_textbuf_done(&o);
 }
