@@ -169,6 +169,7 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
             return -1;
         }
     }
+    s->pick = pick;
     s->api = pick->module->api;
     s->index = pick->index;
     s->mem_bw_gbs = pick->props->mem_bw_gbs;
@@ -177,8 +178,8 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
     return 0;
 }
 
-int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
-                int want_tok) {
+int st_cli_open_device(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
+                       int want_tok) {
     char err[1024];
     memset(s, 0, sizeof *s);
     if (!o->model) {
@@ -213,15 +214,24 @@ int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, 
         s->dev = NULL;
         goto fail;
     }
-    s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
-    if (!s->m) {
-        fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
-        goto fail;
-    }
     return 0;
 fail:
     st_cli_close(s);
     return -1;
+}
+
+int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
+                int want_tok) {
+    if (st_cli_open_device(cmd, s, o, mp, want_tok)) return -1;
+    if (!mp) return 0; /* tokenizer only */
+    char err[1024];
+    s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    if (!s->m) {
+        fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
+        st_cli_close(s);
+        return -1;
+    }
+    return 0;
 }
 
 void st_cli_close(st_cli_session *s) {

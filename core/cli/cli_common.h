@@ -52,6 +52,7 @@ typedef struct st_cli_session {
     st_device *dev;
     st_model *m;
     st_tokenizer *tok;          /* when asked for */
+    const void *pick;           /* the st_backend_device chosen (NULL for --backend ref) */
     char device_text[160];      /* "cpu device 0: Host CPU (AVX2)" */
     double mem_bw_gbs;          /* the device's nominal bandwidth, 0 if unknown */
 } st_cli_session;
@@ -62,6 +63,10 @@ typedef struct st_cli_session {
  * session is then closed). */
 int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
                 int want_tok);
+/* st_cli_open without the model load: the file, description, tokenizer, options applied to
+ * `mp`, and the opened device (s->m stays NULL). Same errors. */
+int st_cli_open_device(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, st_model_params *mp,
+                       int want_tok);
 void st_cli_close(st_cli_session *s);
 
 #endif

@@ -132,7 +132,7 @@ int st_cmd_bench(int argc, char **argv) {
         return 2;
     }
     st_cli_session s;
-    st_offload_session os;
+    st_offload os;
     if (st_cli_open_planned("bench", &s, &o, &oo, &mp, 0, &os)) return 1;
     const st_model_desc *d = s.d;
     const int32_t V = d->hp.n_vocab;
@@ -284,10 +284,10 @@ int st_cmd_bench(int argc, char **argv) {
                    (unsigned long long)ex_dec.stats.misses, (unsigned long long)ex_dec.stats.bytes_upload,
                    ex_dec.cpu_s * 1e3 / dt, ex_dec.route_s * 1e3 / dt, (double)ex_dec.cpu_assign / dt);
         }
-        if (os.off.plan) {
+        if (os.plan) {
             /* the plan, and what a peer keeping some layers' experts on the CPU would place:
              * non-expert weights, the experts of one MoE layer, the other buffers */
-            const st_plan_device *pd = &os.off.plan->dev[0];
+            const st_plan_device *pd = &os.plan->dev[0];
             uint64_t wb = 0, other = 0;
             for (int32_t c = 0; c < pd->n_consumers; c++) {
                 const st_plan_consumer *pc = &pd->c[c];
@@ -300,9 +300,9 @@ int st_cmd_bench(int argc, char **argv) {
                    "\"vram_budget\":%llu,\"expert_slots\":%lld,\"expert_slots_max\":%lld,"
                    "\"nonexpert_weight_bytes\":%llu,\"other_buffer_bytes\":%llu,\"moe_layers\":%d,"
                    "\"expert_bytes_per_layer\":%llu}",
-                   os.off.device, (unsigned long long)pd->capacity, (unsigned long long)pd->planned,
+                   os.device, (unsigned long long)pd->capacity, (unsigned long long)pd->planned,
                    (unsigned long long)pd->allocated, (unsigned long long)pd->in.vram_budget,
-                   (long long)os.off.expert_slots, (long long)pd->expert_slots_max, (unsigned long long)wb,
+                   (long long)os.expert_slots, (long long)pd->expert_slots_max, (unsigned long long)wb,
                    (unsigned long long)other, moe_layers,
                    (unsigned long long)(moe_layers ? d->bytes_experts / (uint64_t)moe_layers : 0));
         }

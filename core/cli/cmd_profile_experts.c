@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli_common.h"
+#include "cli/cli_planned.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
 #include "experts/expert_profile.h"
@@ -68,12 +69,9 @@ int st_cmd_profile_experts(int argc, char **argv) {
     }
     st_model_params mp;
     st_model_params_default(&mp);
-    if (o.kv_type) mp.kv_type = (uint32_t)st_kv_type_from_name(o.kv_type);
-    if (o.ctx > 0) mp.n_ctx = (int32_t)o.ctx;
-    if (o.batch > 0) mp.n_batch = (int32_t)o.batch;
-    if (o.no_in_place) mp.no_in_place = 1;
-    st_offload_session s;
-    if (st_offload_open("profile-experts", o.model, o.backend, o.device, o.threads, &oo, &mp, 1, &s)) {
+    st_cli_session s;
+    st_offload off;
+    if (st_cli_open_planned("profile-experts", &s, &o, &oo, &mp, 1, &off)) {
         fclose(pf);
         return 1;
     }
@@ -137,6 +135,6 @@ int st_cmd_profile_experts(int argc, char **argv) {
     rc = 0;
 done:
     fclose(pf);
-    st_offload_close(&s);
+    st_cli_close_planned(&s, &off);
     return rc;
 }

@@ -135,7 +135,7 @@ int st_cmd_run(int argc, char **argv) {
     st_model_params mp;
     st_model_params_default(&mp);
     st_cli_session s;
-    st_offload_session os;
+    st_offload os;
     if (st_cli_open_planned("run", &s, &o, &r.off, &mp, 1, &os)) return 1;
     const int32_t V = s.d->hp.n_vocab, n_ctx = st_model_params_of(s.m)->n_ctx;
     char err[1024];

@@ -84,32 +84,6 @@ st_model *st_offload_load(st_offload *o, const st_model_desc *desc, const st_bac
  * call after st_model_free, before the device and the registry close. Zeroes *o. */
 void st_offload_release(st_offload *o);
 
-/* One opened model with its plan, for the commands: the file, description, tokenizer (when
- * asked), registry, device, model and st_offload. */
-typedef struct st_offload_session {
-    st_gguf *g;
-    st_model_desc *d;
-    st_tokenizer *tok;
-    st_backend_registry *reg;
-    const st_backend_api *api;
-    uint32_t index;
-    st_device *dev;
-    st_model *m;
-    st_offload off;
-    char device_text[160];        /* "cuda device 0: NVIDIA H200" */
-    double mem_bw_gbs;
-} st_offload_session;
-
-/* Opens `model` on the device chosen by backend/device (the rules of the model commands: a
- * module's name and index, an index of `strata backends`' list, or NAME:N; default the device
- * with the most memory that is not the CPU or a simulated one, else the CPU), plans, loads.
- * threads: --threads for the main module (0 = its default). Prints what failed on stderr as
- * "strata <cmd>: ..." and returns -1 (everything released), else 0. */
-int st_offload_open(const char *cmd, const char *model, const char *backend, const char *device, long threads,
-                    const st_offload_opts *o, st_model_params *mp, int want_tok, st_offload_session *s);
-/* Releases everything of a session in the right order. */
-void st_offload_close(st_offload_session *s);
-
 /* Expert statistics of a model as JSON members (no braces), starting with a comma:
  * ,"experts":{"slots":..,"experts_total":..,"hit_rate":..,"belady_hit_rate":..,"bytes":{"device":..,
  * "host":..,"upload":..},"cpu_ms_per_token":..,...}. Writes "" for a model without a cache.
