@@ -24,15 +24,7 @@
 
 static int g_fail = 0;
 static int g_exact = 1; /* the "GPU" counts its memory exactly (the simulated device) */
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-            g_fail++;                                            \
-        }                                                        \
-    } while (0)
+#include "../common/check.h"
 
 #define N_GEN 64
 #define N_PROMPT 12

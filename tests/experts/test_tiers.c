@@ -19,15 +19,7 @@
 #include "quant/quant.h"
 
 static int g_fail = 0;
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-            g_fail++;                                            \
-        }                                                        \
-    } while (0)
+#include "../common/check.h"
 
 /* Plain float FFN from dequantized rows: the comparison for st_expert_cpu_ffn. */
 static void naive_ffn(const st_expert_slice *s, const float *x, float *out) {

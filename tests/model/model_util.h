@@ -10,15 +10,7 @@
 #include "model/model.h"
 
 extern int g_fail;
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fprintf(stderr, "\n");                                    \
-            g_fail++;                                                 \
-        }                                                             \
-    } while (0)
+#include "../common/check.h"
 
 /* A loaded model with everything it hangs on. */
 typedef struct mt_model {

@@ -11,15 +11,7 @@
 #include "strata/backend.h"
 
 extern int g_fail;
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-            g_fail++;                                            \
-        }                                                        \
-    } while (0)
+#include "../common/check.h"
 
 /* A MoE (qwen3moe) or dense (qwen3) shape for tests. */
 typedef struct pt_shape {

@@ -25,15 +25,7 @@
 #include "plan/plan_arena.h"
 
 static int g_fail = 0;
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-            g_fail++;                                            \
-        }                                                        \
-    } while (0)
+#include "../common/check.h"
 
 #define MiB (1024ull * 1024ull)
 #define GRAN (2ull * MiB) /* a GPU driver's allocation granularity */

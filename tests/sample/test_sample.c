@@ -8,15 +8,7 @@
 #include "sample/sample.h"
 
 static int g_fail = 0;
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fprintf(stderr, "\n");                                    \
-            g_fail++;                                                 \
-        }                                                             \
-    } while (0)
+#include "../common/check.h"
 
 static st_sampler_params plain(float temp) {
     st_sampler_params p;
