@@ -255,20 +255,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
 
     int accumulate = 0;
     if (L->t[ST_T_FFN_GATE_INP_SHEXP].data) {
-        /* shared expert: tmp = ffn_shexp(cur) * sigmoid(gate_inp_shexp . cur) */
-        if (ffn_dense(m, &L->t[ST_T_FFN_GATE_SHEXP], &L->t[ST_T_FFN_UP_SHEXP], &L->t[ST_T_FFN_DOWN_SHEXP],
-                      w->cur, w->tmp, n, layer_txt, err, errlen))
-            return -1;
-        if (matmul(m, &L->t[ST_T_FFN_GATE_INP_SHEXP], w->cur, w->sg, n, layer_txt, "ffn_gate_inp_shexp",
-                   err, errlen))
-            return -1;
-        st_binary_args b;
-        memset(&b, 0, sizeof b);
-        b.a = f32(w->tmp, E, n);
-        b.b = f32(w->sg, n, 1);
-        b.out = b.a;
-        b.sigmoid = 1;
-        RUN(mul_rows, b, "shared expert gate");
+        if (shared_expert(m, L, n, layer_txt, err, errlen)) return -1;
         accumulate = 1;
     }
     st_moe_combine_args c;
