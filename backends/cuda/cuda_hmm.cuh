@@ -7,7 +7,6 @@
 #define STRATA_CUDA_HMM_CUH
 
 #include <mma.h>
-#include <stdlib.h>
 
 #include "cuda/cuda_quant.cuh"
 
@@ -174,18 +173,10 @@ __device__ void st_hmm_tile_pf(const uint8_t *W, int64_t w_nb1, int64_t M, int64
 #endif
 }
 
-/* Prefetch depth of the tile's loads (K slices in flight in registers): 1 by default,
- * STRATA_CUDA_HMM_PF=2 for two. Measured on an H200 (8-layer qwen3-30b-a3b shape, Q4_K,
- * 2048-token prefill): 26.5k (1) vs 26.2k (2) tok/s at 512-token steps, 33.5k vs 33.2k at
- * 2048. Host side. */
-static inline int st_hmm_prefetch(void) {
-    static int pf = 0;
-    if (!pf) {
-        const char *e = getenv("STRATA_CUDA_HMM_PF");
-        pf = e && e[0] == '2' ? 2 : 1;
-    }
-    return pf;
-}
+/* K slices the tile keeps in flight in registers. Measured on an H200 (8-layer qwen3-30b-a3b
+ * shape, Q4_K, 2048-token prefill): depth 1 gave 26.5k tok/s at 512-token steps and 33.5k at
+ * 2048, depth 2 26.2k and 33.2k, so the kernels use 1. */
+#define ST_HMM_PF 1
 
 /* Whether the half tile can run: sm_80+, tensor cores allowed for the weight type, K a
  * multiple of the K slice, activation rows 16-byte aligned. */

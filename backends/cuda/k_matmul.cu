@@ -54,7 +54,7 @@ k_gemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, st_view x, int64_t
 /* Tensor cores: block (mx, ny, kz) computes out[ny*64 ..][mx*128 ..] with F16 inputs over K
  * slice kz of kchunk elements (kchunk = K: whole rows; else sums added atomically into a
  * zeroed F32 output). */
-template <int T, int PF>
+template <int T>
 __global__ void __launch_bounds__(ST_HMM_THREADS)
 k_hgemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
     __shared__ st_hmm_smem sm;
@@ -69,7 +69,7 @@ k_hgemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, s
     __syncthreads();
     const int64_t k0 = (int64_t)blockIdx.z * kchunk, k1 = k0 + kchunk < K ? k0 + kchunk : K;
     const int ncols = n - n0 < ST_HMM_BN ? (int)(n - n0) : ST_HMM_BN;
-    st_hmm_tile_pf<T, PF>(W, w_nb1, M, k0, k1, m0, cols, ncols, x.type, out.type, kchunk < K, sm);
+    st_hmm_tile_pf<T, ST_HMM_PF>(W, w_nb1, M, k0, k1, m0, cols, ncols, x.type, out.type, kchunk < K, sm);
 }
 
 struct st_mm_launch {
@@ -100,10 +100,7 @@ struct st_mm_launch {
             }
             if (half) {
                 dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
-                if (st_hmm_prefetch() == 1)
-                    k_hgemm<T, 1><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
-                else
-                    k_hgemm<T, 2><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
+                k_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
             } else {
                 dim3 grid(st_blocks(M, ST_TILE_M), st_blocks(nn, ST_TILE_N));
                 k_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(W, a->w.nb[1], M, K, xs, nn, os);

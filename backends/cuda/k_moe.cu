@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots,
 }
 
 /* Step 2: block (mx, t) computes rows mx*128.. of tile t's assignments. */
-template <int T, int PF>
+template <int T>
 __global__ void __launch_bounds__(ST_HMM_THREADS) k_moe_hgemm(st_moe_params p, st_moe_sorted q) {
     __shared__ st_hmm_smem sm;
     __shared__ st_hmm_cols cols;
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(ST_HMM_THREADS) k_moe_hgemm(st_moe_params p, s
         cols.scale[threadIdx.x] = on && p.scale ? p.scale[a] : 1.0f;
     }
     __syncthreads();
-    st_hmm_tile_pf<T, PF>(p.W + (int64_t)tile.x * p.w_nb2, p.w_nb1, p.M, 0, p.K, m0, cols, tile.z, p.x.type,
+    st_hmm_tile_pf<T, ST_HMM_PF>(p.W + (int64_t)tile.x * p.w_nb2, p.w_nb1, p.M, 0, p.K, m0, cols, tile.z, p.x.type,
                           p.out.type, false, sm);
 }
 
@@ -205,10 +205,7 @@ struct st_moe_launch {
         if (tiles && half) {
             k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
             dim3 grid(st_blocks(p.M, ST_HMM_BM), (unsigned)q.max_tiles);
-            if (st_hmm_prefetch() == 1)
-                k_moe_hgemm<T, 1><<<grid, ST_HMM_THREADS, 0, s>>>(p, q);
-            else
-                k_moe_hgemm<T, 2><<<grid, ST_HMM_THREADS, 0, s>>>(p, q);
+            k_moe_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(p, q);
         } else if (tiles) {
             dim3 grid(st_blocks(p.M, ST_TILE_M), (unsigned)n_slots);
             k_moe_gemm<T><<<grid, ST_TILE_THREADS, 0, s>>>(p);
