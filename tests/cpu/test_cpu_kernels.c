@@ -89,7 +89,7 @@ static void test_weight_type(uint32_t wt, int64_t K) {
     /* vec_dot_rows (when the ISA has it): the same bits as vec_dot, row by row, for every nr */
     if (x->vec_dot_rows) {
         enum { MR = 5 };
-        size_t wstride = wr + 3; /* rows need not be packed */
+        size_t wstride = wr + 16; /* rows need not be packed (a gap that keeps the blocks aligned) */
         uint8_t *wm = malloc(wstride * MR);
         for (int m = 0; m < MR; m++) {
             ct_fill(wf, K, 1.0f);
