@@ -24,3 +24,15 @@ if(TARGET strata AND TARGET st_server AND TARGET strata-sim AND TARGET strata-cp
   add_test(NAME experts.serve COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_serve_hybrid.sh $<TARGET_FILE:strata>)
   set_tests_properties(experts.serve PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# per-request expert statistics in the request's log line, checked against /metrics
+if(TARGET strata AND TARGET st_server AND TARGET strata-sim AND TARGET strata-cpu-avx2 AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME experts.serve_request COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_serve_request_stats.sh
+           $<TARGET_FILE:strata>)
+  set_tests_properties(experts.serve_request PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
+# Belady's optimum from a warm cache (the per-request comparison): exact cases and a bound on caches
+if(TARGET st_experts)
+  add_executable(test_belady_window ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_belady_window.c)
+  target_link_libraries(test_belady_window PRIVATE st_experts)
+  add_test(NAME experts.belady_window COMMAND test_belady_window)
+endif()

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_experts.h"
 #include "platform/crash.h"
 #include "platform/platform.h"
 
@@ -23,6 +24,7 @@ typedef struct slot {
     st_sampler *smp;
     uint64_t t_admit, t_first;
     int32_t row; /* logits row this step, -1 when none */
+    st_expert_window xw; /* expert statistics since admission (hybrid models) */
 } slot;
 
 typedef struct queued {
@@ -44,6 +46,7 @@ struct st_engine {
     int8_t *want;
     float *logits;
     double s_per_tok; /* forward seconds per token of recent prefill steps (0 = not measured yet) */
+    int traced;       /* the engine turned the model's expert trace on (per-request Belady) */
     st_engine_stats st;
 };
 
@@ -88,12 +91,19 @@ st_engine *st_engine_new(st_model *m, const st_engine_config *cfg, const int32_t
     int ok = e->eog && e->slots && e->queue && e->tok && e->pos && e->seq && e->row_slot && e->ids && e->want;
     for (int32_t i = 0; ok && i < cfg->n_slots; i++) {
         e->slots[i].cached = calloc((size_t)e->n_ctx, sizeof(int32_t));
-        ok = e->slots[i].cached != NULL;
+        ok = e->slots[i].cached != NULL && st_expert_window_init(&e->slots[i].xw, m) == 0;
     }
     if (!ok) {
         put_err(err, errlen, "engine: out of host memory");
         st_engine_free(e);
         return NULL;
+    }
+    /* a hybrid model's routing trace, kept from the oldest running request's admission on, gives
+     * each request its Belady comparison */
+    if (st_model_expert_cache(m)) {
+        st_model_expert_trace(m, 1);
+        st_model_expert_trace_trim(m, st_model_expert_trace_pos(m));
+        e->traced = 1;
     }
     return e;
 }
@@ -112,7 +122,9 @@ void st_engine_free(st_engine *e) {
     for (int32_t i = 0; e->slots && i < e->cfg.n_slots; i++) {
         slot_release(&e->slots[i]);
         free(e->slots[i].cached);
+        st_expert_window_free(&e->slots[i].xw);
     }
+    if (e->traced) st_model_expert_trace(e->m, 0);
     for (int32_t i = 0; i < e->n_queue; i++) free((void *)e->queue[i].r.prompt);
     free(e->slots);
     free(e->queue);
@@ -185,6 +197,7 @@ static void emit_done(st_engine *e, slot *s, int finish, const char *msg, st_eng
     ev.prefill_ms = (double)(first - s->t_admit) / 1e6;
     ev.decode_ms = (double)(now - first) / 1e6;
     if (msg) snprintf(ev.msg, sizeof ev.msg, "%s", msg);
+    st_expert_window_close(&s->xw, e->m, &ev.experts);
     emit(user, &ev);
     e->st.requests_done++;
     slot_release(s);
@@ -245,6 +258,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         s->smp = st_sampler_new(&q->r.sp, e->n_vocab);
         s->t_admit = st_now_ns();
         s->t_first = 0;
+        st_expert_window_open(&s->xw, e->m);
         e->st.tokens_reused += (uint64_t)reuse;
     }
     e->n_queue = w;
@@ -256,10 +270,20 @@ static int is_eog(const st_engine *e, int32_t t) {
     return 0;
 }
 
+/* Drops the expert trace before the oldest running request's admission (all of it when none runs). */
+static void trim_trace(st_engine *e) {
+    if (!e->traced) return;
+    uint64_t keep = st_model_expert_trace_pos(e->m);
+    for (int32_t i = 0; i < e->cfg.n_slots; i++)
+        if (e->slots[i].active && e->slots[i].xw.open && e->slots[i].xw.pos < keep) keep = e->slots[i].xw.pos;
+    st_model_expert_trace_trim(e->m, keep);
+}
+
 int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, size_t errlen) {
     /* cancellations of running requests end before the forward */
     for (int32_t i = 0; i < e->cfg.n_slots; i++)
         if (e->slots[i].active && e->slots[i].cancel) emit_done(e, &e->slots[i], ST_FINISH_CANCEL, NULL, emit, user);
+    trim_trace(e);
     admit(e, emit, user);
     int32_t n = 0, n_rows = 0, n_slots_in = 0;
     /* decode tokens first */
@@ -341,6 +365,10 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
     }
     e->st.steps++;
     if ((uint64_t)n_slots_in > e->st.max_slots_in_step) e->st.max_slots_in_step = (uint64_t)n_slots_in;
+    int32_t n_active = 0; /* requests whose lifetime this step is in */
+    for (int32_t i = 0; i < e->cfg.n_slots; i++) n_active += e->slots[i].active;
+    for (int32_t i = 0; i < e->cfg.n_slots; i++)
+        if (e->slots[i].active) st_expert_window_step(&e->slots[i].xw, n_active);
     /* the cache now holds every token of the batch */
     for (int32_t j = 0; j < n; j++) {
         slot *s = &e->slots[e->seq[j]];

@@ -35,6 +35,28 @@ typedef struct st_gen_request {
     st_sampler_params sp;
 } st_gen_request;
 
+/* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters
+ * from the request's admission to its end. Requests running together share steps, so these are
+ * the whole engine's lookups in the steps of the request's lifetime (its own and its
+ * neighbours'); max_slots says whether it ran alone (1). */
+typedef struct st_engine_experts {
+    int32_t valid;        /* nonzero for a request that ran on a model with an expert cache */
+    int32_t belady_valid; /* nonzero when belady_hits is known (its lookups were all traced) */
+    int32_t max_slots;    /* most requests in one step of the lifetime */
+    int32_t reserved;
+    uint64_t steps;       /* forwards in the lifetime */
+    uint64_t hits, misses;/* (token, expert) lookups served from a device slot / not */
+    uint64_t belady_hits; /* Belady's optimum on the same lookups, same slots, same residents at
+                             admission: no policy could have hit more */
+    uint64_t bytes_device, bytes_host, bytes_upload; /* per tier, as st_expert_stats counts them */
+    double cpu_ms;        /* wall time of the CPU module computing misses */
+} st_engine_experts;
+
+/* One line for a request's log: "experts: hit 93.1% (belady 97.4%) of 12288 lookups in 14 steps,
+ * 1.2 GiB dev / 310.0 MiB host / 0 B upload, cpu 41 ms" (plus ", steps shared with up to N other requests" when
+ * others ran beside it); "" when !x->valid. Returns the bytes written (truncated at len). */
+size_t st_engine_experts_format(const st_engine_experts *x, char *buf, size_t len);
+
 enum { ST_EV_TOKEN = 1, ST_EV_DONE = 2 };
 enum { ST_FINISH_STOP = 0, ST_FINISH_LENGTH = 1, ST_FINISH_CANCEL = 2, ST_FINISH_ERROR = 3 };
 
@@ -49,6 +71,7 @@ typedef struct st_engine_event {
     double prefill_ms;  /* DONE: time from admission to the first token */
     double decode_ms;   /* DONE: time from the first token to the end */
     char msg[256];      /* DONE with ERROR: what failed */
+    st_engine_experts experts; /* DONE: the request's expert statistics (valid = 0 when none) */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);

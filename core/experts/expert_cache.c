@@ -294,6 +294,13 @@ size_t st_expert_cache_format_metrics(const st_expert_cache *c, const char *devi
     st_textbuf_put(&o, "# TYPE strata_expert_slots gauge\nstrata_expert_slots{device=\"%s\"} %lld\n", dv, (long long)c->p.n_slots);
     st_textbuf_put(&o, "# TYPE strata_expert_hit_rate gauge\nstrata_expert_hit_rate{device=\"%s\"} %.6f\n", dv,
         st_expert_stats_hit_rate(&t));
+    for (int32_t l = 0; l < c->p.n_layer; l++) { /* layers that routed anything */
+        st_expert_stats s;
+        st_expert_cache_stats(c, l, &s);
+        if (s.hits + s.misses == 0) continue;
+        st_textbuf_put(&o, "strata_expert_hit_rate{device=\"%s\",layer=\"%d\"} %.6f\n", dv, l,
+                       st_expert_stats_hit_rate(&s));
+    }
     if (belady_hit_rate >= 0)
         st_textbuf_put(&o, "# TYPE strata_expert_hit_rate_belady gauge\nstrata_expert_hit_rate_belady{device=\"%s\"} %.6f\n", dv,
             belady_hit_rate);

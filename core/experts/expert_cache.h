@@ -110,7 +110,8 @@ void st_expert_cache_stats_reset(st_expert_cache *c);
 /* Writes the statistics as Prometheus lines labelled device="<device>" (per layer and in
  * total: strata_expert_hits_total, strata_expert_misses_total, strata_expert_inserts_total,
  * strata_expert_bytes_total{tier="device|host|upload"}, strata_expert_resident,
- * strata_expert_slots, and strata_expert_hit_rate_belady when belady_hit_rate >= 0). Returns
+ * strata_expert_slots, strata_expert_hit_rate in total and per layer that routed anything, and
+ * strata_expert_hit_rate_belady when belady_hit_rate >= 0). Returns
  * the bytes written (truncated at len, always terminated). */
 size_t st_expert_cache_format_metrics(const st_expert_cache *c, const char *device, double belady_hit_rate, char *buf,
                                       size_t len);

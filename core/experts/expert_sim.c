@@ -55,13 +55,18 @@ static void heap_pop(heap_ent *h, int64_t *n) {
 }
 
 int st_expert_belady(const st_expert_trace *t, int64_t n_slots, st_expert_stats *out, char *err, size_t errlen) {
+    return st_expert_belady_from(t, n_slots, NULL, out, err, errlen);
+}
+
+int st_expert_belady_from(const st_expert_trace *t, int64_t n_slots, const int32_t *resident, st_expert_stats *out,
+                          char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (check_trace(t, err, errlen)) return -1;
     const int64_t K = (int64_t)t->n_layer * t->n_expert, n = t->n;
     int64_t *next = malloc((size_t)(n ? n : 1) * sizeof *next);
     int64_t *last = malloc((size_t)K * sizeof *last);
     int64_t *cur = malloc((size_t)K * sizeof *cur); /* next use of a resident key, -1 = absent */
-    heap_ent *h = malloc((size_t)(n + 1) * sizeof *h);
+    heap_ent *h = malloc((size_t)(n + (resident ? K : 0) + 1) * sizeof *h); /* a push per access and resident */
     if (!next || !last || !cur || !h) {
         free(next), free(last), free(cur), free(h);
         snprintf(err, errlen, "expert trace: out of host memory");
@@ -74,6 +79,19 @@ int st_expert_belady(const st_expert_trace *t, int64_t n_slots, st_expert_stats 
         last[k] = i;
     }
     int64_t hn = 0, count = 0;
+    /* the residents at the start hold their slots until their first use in the trace (or
+     * forever: n); they are the first to go when never used */
+    for (int64_t k = 0; resident && k < K; k++) {
+        if (resident[k] < 0) continue;
+        if (count >= n_slots) {
+            free(next), free(last), free(cur), free(h);
+            snprintf(err, errlen, "expert trace: more residents at the start than %lld slots", (long long)n_slots);
+            return -1;
+        }
+        cur[k] = last[k];
+        heap_push(h, &hn, (heap_ent){last[k], k});
+        count++;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t k = (int64_t)t->layer[i] * t->n_expert + t->expert[i];
         if (cur[k] >= 0) {

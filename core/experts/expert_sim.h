@@ -30,6 +30,13 @@ typedef struct st_expert_trace {
  * cache's statistics). Writes hits/misses/inserts/evictions into *out (bytes: 0). Returns 0,
  * or -1 with a message in err (bad trace, out of host memory). O(n log n). */
 int st_expert_belady(const st_expert_trace *t, int64_t n_slots, st_expert_stats *out, char *err, size_t errlen);
+/* The same starting from a warm cache: resident[n_layer * n_expert] (a slot table: >= 0 =
+ * resident at the start, e.g. a copy of st_expert_cache_table taken where the trace starts;
+ * NULL = empty). Residents cost no insert. The best any policy of n_slots slots could do from
+ * that state, so the real cache's hits on the same trace never exceed it. -1 with err also when
+ * more than n_slots experts are resident. */
+int st_expert_belady_from(const st_expert_trace *t, int64_t n_slots, const int32_t *resident, st_expert_stats *out,
+                          char *err, size_t errlen);
 
 /* Replays the trace through a cache with parameters p (n_layer/n_expert taken from the
  * trace), admitting what the policy admits (as if each copy finished before the next step),

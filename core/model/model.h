@@ -161,6 +161,17 @@ void st_model_expert_trace(st_model *m, int on);
 /* Belady's optimum for the model's slot count on the recorded trace, into *out. 0, or -1 with
  * err (no trace recorded, not hybrid, out of memory). */
 int st_model_expert_belady(const st_model *m, st_expert_stats *out, char *err, size_t errlen);
+/* Per-request windows of the trace. Absolute position of the next routed (token, expert) lookup:
+ * lookups since load, traced or not, never reset; 0 for models without a cache. */
+uint64_t st_model_expert_trace_pos(const st_model *m);
+/* Drops the recorded lookups before position `pos` (no window older than it is needed); the
+ * trace no longer starts at the reset, so st_model_expert_belady refuses afterwards. */
+void st_model_expert_trace_trim(st_model *m, uint64_t pos);
+/* Belady's optimum for the model's slot count on lookups [from, to), starting from the residents
+ * of `resident` (a copy of the cache's slot table taken at `from`; NULL = empty). 0, or -1 with
+ * err (tracing off, or the window not recorded in full: trimmed, or past the trace's cap). */
+int st_model_expert_belady_window(const st_model *m, uint64_t from, uint64_t to, const int32_t *resident,
+                                  st_expert_stats *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -89,11 +89,16 @@ struct st_model_hx {
     /* statistics */
     uint64_t forwards, tokens, cpu_assign;
     double cpu_s, route_s;
-    /* routing trace (for Belady) */
+    /* routing trace (for Belady): the accesses at absolute positions [tr_base, tr_base + tr_n)
+     * of the `accesses` routed since load */
     int trace_on;
     int64_t tr_n, tr_cap;
     int32_t *tr_layer, *tr_expert;
     int64_t *tr_step;
+    uint64_t accesses;      /* (token, expert) lookups routed since load; never reset */
+    uint64_t tr_base;       /* absolute position of the first recorded access */
+    int tr_full;            /* the cap was reached: recording stopped until a trim or reset */
+    int tr_cut;             /* the record no longer starts at the last reset (trimmed or a gap) */
 };
 
 static uint64_t slice_bytes(const st_gguf_tensor *t) { return st_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1]; }
@@ -418,7 +423,16 @@ void st_model_experts_step(st_model *m, int64_t n) {
 #define ST_TRACE_MAX (1 << 20)
 
 static int trace_add(st_model_hx *h, int32_t layer, const int32_t *ids, int64_t n) {
-    if (h->tr_n + n > ST_TRACE_MAX) return 0;
+    if (h->tr_full) return 0;
+    if (h->tr_base + (uint64_t)h->tr_n != h->accesses) { /* tracing was off meanwhile: start again here */
+        h->tr_base = h->accesses;
+        h->tr_n = 0;
+        h->tr_cut = 1;
+    }
+    if (h->tr_n + n > ST_TRACE_MAX) {
+        h->tr_full = 1;
+        return 0;
+    }
     if (h->tr_n + n > h->tr_cap) {
         int64_t cap = h->tr_cap ? h->tr_cap : 4096;
         while (cap < h->tr_n + n) cap *= 2;
@@ -530,6 +544,7 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         snprintf(err, errlen, "out of host memory recording the expert trace");
         return -1;
     }
+    h->accesses += (uint64_t)A;
     int64_t cap = h->n_slots > 0 ? (m->hp.n_expert < h->n_slots ? m->hp.n_expert : h->n_slots) : 0;
     int64_t n_loads = st_expert_cache_route(h->cache, il, h->ids, A, h->slot_of, h->loads, cap);
     if (n_loads < 0) {
@@ -745,6 +760,8 @@ void st_model_expert_stats_reset(st_model *m) {
     h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = 0;
     h->cpu_s = h->route_s = 0;
     h->tr_n = 0;
+    h->tr_base = h->accesses;
+    h->tr_full = h->tr_cut = 0;
 }
 
 void st_model_expert_trace(st_model *m, int on) {
@@ -758,6 +775,53 @@ int st_model_expert_belady(const st_model *m, st_expert_stats *out, char *err, s
         snprintf(err, errlen, "no expert routing trace recorded (hybrid models with tracing on only)");
         return -1;
     }
+    if (h->tr_cut) {
+        snprintf(err, errlen, "the expert trace holds only the accesses since %llu (trimmed), not since the reset",
+                 (unsigned long long)h->tr_base);
+        return -1;
+    }
     st_expert_trace t = {m->hp.n_layer, m->hp.n_expert, h->tr_n, h->tr_layer, h->tr_expert, h->tr_step};
     return st_expert_belady(&t, h->n_slots, out, err, errlen);
+}
+
+uint64_t st_model_expert_trace_pos(const st_model *m) { return m->hx ? m->hx->accesses : 0; }
+
+void st_model_expert_trace_trim(st_model *m, uint64_t pos) {
+    st_model_hx *h = m->hx;
+    if (!h || pos <= h->tr_base) return;
+    if (h->tr_full || pos >= h->tr_base + (uint64_t)h->tr_n) {
+        /* nothing recorded is needed any more (or the record stopped at the cap, so every window
+         * still open has a gap): record again from here */
+        h->tr_n = 0;
+        h->tr_base = h->accesses;
+        h->tr_full = 0;
+    } else {
+        const int64_t drop = (int64_t)(pos - h->tr_base), keep = h->tr_n - drop;
+        memmove(h->tr_layer, h->tr_layer + drop, (size_t)keep * sizeof *h->tr_layer);
+        memmove(h->tr_expert, h->tr_expert + drop, (size_t)keep * sizeof *h->tr_expert);
+        memmove(h->tr_step, h->tr_step + drop, (size_t)keep * sizeof *h->tr_step);
+        h->tr_n = keep;
+        h->tr_base = pos;
+    }
+    h->tr_cut = 1;
+}
+
+int st_model_expert_belady_window(const st_model *m, uint64_t from, uint64_t to, const int32_t *resident,
+                                  st_expert_stats *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const st_model_hx *h = m->hx;
+    if (!h || !h->trace_on) {
+        snprintf(err, errlen, "no expert routing trace (hybrid models with tracing on only)");
+        return -1;
+    }
+    if (from > to || from < h->tr_base || to > h->tr_base + (uint64_t)h->tr_n) {
+        snprintf(err, errlen, "accesses %llu..%llu are not all in the trace (it holds %llu..%llu%s)",
+                 (unsigned long long)from, (unsigned long long)to, (unsigned long long)h->tr_base,
+                 (unsigned long long)(h->tr_base + (uint64_t)h->tr_n), h->tr_full ? ", full" : "");
+        return -1;
+    }
+    const int64_t off = (int64_t)(from - h->tr_base);
+    st_expert_trace t = {m->hp.n_layer, m->hp.n_expert, (int64_t)(to - from), h->tr_layer + off,
+                         h->tr_expert + off, h->tr_step + off};
+    return st_expert_belady_from(&t, h->n_slots, resident, out, err, errlen);
 }

@@ -121,11 +121,13 @@ static const char *finish_name(const gen *g) {
 static void log_request(const gen *g, const char *finish) {
     const st_engine_event *d = &g->r->done_ev;
     double tps = d->decode_ms > 0 ? (d->n_gen > 1 ? (d->n_gen - 1) * 1e3 / d->decode_ms : 0) : 0;
+    char xs[256]; /* the expert summary of a hybrid model, "" otherwise */
+    st_engine_experts_format(&d->experts, xs, sizeof xs);
     fprintf(stderr,
             "strata serve: request %llu %s%s: prompt %d tokens = %d reused + %d read, %d generated, "
-            "prefill %.0f ms, decode %.1f tok/s, finish %s\n",
+            "prefill %.0f ms, decode %.1f tok/s, finish %s%s%s\n",
             (unsigned long long)g->r->id, g->q.chat ? "chat" : "completion", g->q.stream ? " stream" : "", d->n_prompt,
-            d->n_reused, d->n_prompt - d->n_reused, d->n_gen, d->prefill_ms, tps, finish);
+            d->n_reused, d->n_prompt - d->n_reused, d->n_gen, d->prefill_ms, tps, finish, xs[0] ? "; " : "", xs);
 }
 
 static void log_failure(const gen *g) {
