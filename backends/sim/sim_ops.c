@@ -9,11 +9,7 @@
 #include "ref/ref.h"
 #include "sim/sim_internal.h"
 
-static const char *k_op_names[ST_OP_COUNT] = {
-    "get_rows", "rms_norm", "matmul", "rope", "kv_write", "attention", "swiglu", "router",
-    "moe_matmul", "moe_combine", "add", "scale", "convert", "mul_rows", "argmax", "topk"};
-
-static const char *op_name(uint32_t op) { return op < ST_OP_COUNT ? k_op_names[op] : "op"; }
+static const char *op_name(uint32_t op) { return st_op_name(op); }
 
 static void sleep_ms(uint64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -134,6 +130,16 @@ static st_status chk_scale(st_device *d, const char *op, const st_binary_args *a
 #define chk_mul_rows chk_add
 static st_status chk_argmax(st_device *d, const char *op, const st_topk_args *a) { st_status st; T(x); P(ids); P(values); return ST_OK; }
 #define chk_topk chk_argmax
+static st_status chk_attn_prep(st_device *d, const char *op, const st_attn_prep_args *a) {
+    st_status st; T(q); T(k); T(v); T(q_norm); T(k_norm); T(q_out); T(k_cache); T(v_cache); P(cells); P(rope.pos);
+    return ST_OK;
+}
+static st_status chk_moe_gate_up(st_device *d, const char *op, const st_moe_gate_up_args *a) {
+    st_status st; T(w_gate); T(w_up); T(x); T(out); T(scratch); P(slot_table); P(expert); P(x_row); return ST_OK;
+}
+static st_status chk_moe_down(st_device *d, const char *op, const st_moe_down_args *a) {
+    st_status st; T(w); T(x); T(out); T(scratch); P(slot_table); P(ids); P(weights); return ST_OK;
+}
 #undef T
 #undef P
 
@@ -165,11 +171,15 @@ SIM_OP(convert, ST_OP_CONVERT, st_binary_args)
 SIM_OP(mul_rows, ST_OP_MUL_ROWS, st_binary_args)
 SIM_OP(argmax, ST_OP_ARGMAX, st_topk_args)
 SIM_OP(topk, ST_OP_TOPK, st_topk_args)
+SIM_OP(attn_prep, ST_OP_ATTN_PREP, st_attn_prep_args)
+SIM_OP(moe_gate_up, ST_OP_MOE_GATE_UP, st_moe_gate_up_args)
+SIM_OP(moe_down, ST_OP_MOE_DOWN, st_moe_down_args)
 
 static const st_backend_ops k_all = {
     sizeof(st_backend_ops), 0,
     sim_get_rows, sim_rms_norm, sim_matmul, sim_rope, sim_kv_write, sim_attention, sim_swiglu, sim_router,
     sim_moe_matmul, sim_moe_combine, sim_add, sim_scale, sim_convert, sim_mul_rows, sim_argmax, sim_topk,
+    sim_attn_prep, sim_moe_gate_up, sim_moe_down,
 };
 
 static st_backend_ops g_ops;
@@ -186,7 +196,7 @@ const st_backend_ops *st_sim_ops(void) {
 #define KEEP(slot) if (r->size < offsetof(st_backend_ops, slot) + sizeof r->slot || !r->slot) g_ops.slot = NULL
     KEEP(get_rows); KEEP(rms_norm); KEEP(matmul); KEEP(rope); KEEP(kv_write); KEEP(attention); KEEP(swiglu);
     KEEP(router); KEEP(moe_matmul); KEEP(moe_combine); KEEP(add); KEEP(scale); KEEP(convert); KEEP(mul_rows);
-    KEEP(argmax); KEEP(topk);
+    KEEP(argmax); KEEP(topk); KEEP(attn_prep); KEEP(moe_gate_up); KEEP(moe_down);
 #undef KEEP
     return &g_ops;
 }

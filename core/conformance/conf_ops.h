@@ -15,5 +15,7 @@ void st_conf_router(st_conf_ctx *c);
 void st_conf_moe_matmul(st_conf_ctx *c);
 void st_conf_moe_combine(st_conf_ctx *c);
 void st_conf_topk(st_conf_ctx *c);
+void st_conf_attn_prep(st_conf_ctx *c);
+void st_conf_moe_fused(st_conf_ctx *c);
 
 #endif

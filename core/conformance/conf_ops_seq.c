@@ -7,28 +7,6 @@
 #include "conformance/conf_ops.h"
 #include "quant/quant.h"
 
-/* Normalized error of selected rows of two buffers holding rows of `type`, compared as floats. */
-static double rows_error(uint32_t type, int64_t cols, size_t row_bytes, const char *got, const char *want,
-                         const int32_t *rows, int64_t n_rows, const double *den_rows) {
-    float a[4096], b[4096];
-    double worst = 0;
-    if (cols > 4096) return INFINITY;
-    for (int64_t i = 0; i < n_rows; i++) {
-        st_dequantize_row(type, got + (size_t)rows[i] * row_bytes, a, cols);
-        st_dequantize_row(type, want + (size_t)rows[i] * row_bytes, b, cols);
-        double num = 0, den = 0;
-        for (int64_t j = 0; j < cols; j++) {
-            if (!isfinite(a[j])) return INFINITY;
-            num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
-            den += (double)b[j] * b[j];
-        }
-        if (den_rows) den = den_rows[i];
-        double e = den > 1e-30 ? num / den : num;
-        if (e > worst) worst = e;
-    }
-    return worst;
-}
-
 static const uint32_t k_cache_types[] = {ST_TYPE_F32, ST_TYPE_F16, ST_TYPE_Q8_0};
 
 /* ---- KV_WRITE ------------------------------------------------------------------------ */
@@ -75,8 +53,8 @@ void st_conf_kv_write(st_conf_ctx *c) {
                     int64_t nr = 0;
                     for (int64_t i = 0; i < n; i++)
                         for (int64_t hh = 0; hh < n_kv; hh++) rows[nr++] = (int32_t)(cells[i] * n_kv + hh);
-                    double ek = rows_error(cache_t, hd, (size_t)cache.nb[1], gk, h.k_cache.data, rows, nr, NULL);
-                    double ev = rows_error(cache_t, hd, (size_t)cache.nb[1], gv, h.v_cache.data, rows, nr, NULL);
+                    double ek = st_conf_rows_error(cache_t, hd, (size_t)cache.nb[1], gk, h.k_cache.data, rows, nr, NULL);
+                    double ev = st_conf_rows_error(cache_t, hd, (size_t)cache.nb[1], gv, h.v_cache.data, rows, nr, NULL);
                     err = ek > ev ? ek : ev;
                     /* cells not written must keep their bytes */
                     for (int64_t cell = 0; cell < n_cells && err < INFINITY; cell++) {
@@ -234,7 +212,7 @@ static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign,
             den[i] *= scale ? (double)scale[a] * scale[a] : 1.0;
         }
         if (got && den) {
-            err = rows_error(ST_TYPE_F32, M, (size_t)o.nb[1], got, h.out.data, live, n_live, den);
+            err = st_conf_rows_error(ST_TYPE_F32, M, (size_t)o.nb[1], got, h.out.data, live, n_live, den);
             /* rows of non-resident experts stay untouched */
             for (int32_t a = 0; a < n_assign; a++) {
                 if (table[expert[a]] >= 0) continue;

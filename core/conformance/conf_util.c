@@ -269,3 +269,25 @@ int st_conf_run_ok(st_conf_ctx *c, const char *op, st_status s) {
     if (s != ST_OK) return st_conf_device_failed(c, op, s);
     return 1;
 }
+
+/* Normalized error of selected rows of two buffers holding rows of `type`, compared as floats. */
+double st_conf_rows_error(uint32_t type, int64_t cols, size_t row_bytes, const char *got, const char *want,
+                         const int32_t *rows, int64_t n_rows, const double *den_rows) {
+    float a[4096], b[4096];
+    double worst = 0;
+    if (cols > 4096) return INFINITY;
+    for (int64_t i = 0; i < n_rows; i++) {
+        st_dequantize_row(type, got + (size_t)rows[i] * row_bytes, a, cols);
+        st_dequantize_row(type, want + (size_t)rows[i] * row_bytes, b, cols);
+        double num = 0, den = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            if (!isfinite(a[j])) return INFINITY;
+            num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+            den += (double)b[j] * b[j];
+        }
+        if (den_rows) den = den_rows[i];
+        double e = den > 1e-30 ? num / den : num;
+        if (e > worst) worst = e;
+    }
+    return worst;
+}

@@ -67,6 +67,11 @@ double st_conf_compare_den(st_conf_ctx *c, const st_tensor *dev, const st_tensor
 double *st_conf_dot_scale(st_conf_ctx *c, const st_tensor *w, const st_tensor *x);
 /* The same into den[n] owned by the caller; 0, or -1 on out-of-memory. */
 int st_conf_dot_scale_into(const st_tensor *w, const st_tensor *x, double *den);
+/* Largest normalized squared error over the listed rows of two host buffers of rows of `type`
+ * (any dequantizable type, cols <= 4096): each row's error over its sum of squares, or over
+ * den_rows[i] when given; a non-finite device value gives +inf. */
+double st_conf_rows_error(uint32_t type, int64_t cols, size_t row_bytes, const char *got, const char *want,
+                          const int32_t *rows, int64_t n_rows, const double *den_rows);
 /* Nonzero when two int32 device/host arrays of n items differ; writes the first index. */
 int st_conf_compare_i32(st_conf_ctx *c, const int32_t *dev, const int32_t *host, size_t n, size_t *first);
 

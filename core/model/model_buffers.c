@@ -55,9 +55,12 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     if (buf_f32(m, &w->x, n * E, "activations", err, errlen)) return -1;
     if (buf_f32(m, &w->cur, n * E, "activations", err, errlen)) return -1;
     if (buf_f32(m, &w->tmp, n * E, "activations", err, errlen)) return -1;
-    if (buf_f32(m, &w->q, n * qd, "Q", err, errlen)) return -1;
-    if (buf_f32(m, &w->k, n * kd, "K", err, errlen)) return -1;
-    if (buf_f32(m, &w->v, n * kd, "V", err, errlen)) return -1;
+    const uint64_t qb = st_model_round((uint64_t)(n * qd) * 4u), kb = st_model_round((uint64_t)(n * kd) * 4u);
+    void *qkv = NULL;
+    if (st_model_alloc(m, qb + 2 * kb, &qkv, "Q, K, V", err, errlen)) return -1;
+    w->q = qkv;
+    w->k = (float *)((char *)qkv + qb);
+    w->v = (float *)((char *)qkv + qb + kb);
     if (buf_f32(m, &w->att, n * qd, "attention output", err, errlen)) return -1;
     if (F > 0) {
         if (buf_f32(m, &w->fg, n * F, "FFN gate", err, errlen)) return -1;

@@ -179,6 +179,15 @@ static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char
     return 0;
 }
 
+/* The shared expert of layer il into tmp when the layer has one (*accumulate = 1: the routed
+ * experts add to tmp), else nothing (*accumulate stays 0). 0 or -1 with err. */
+static int shared_expert_into_tmp(st_model *m, const st_layer_w *L, int64_t n, int *accumulate,
+                                  const char *layer_txt, char *err, size_t errlen) {
+    if (!L->t[ST_T_FFN_GATE_INP_SHEXP].data) return 0;
+    *accumulate = 1;
+    return shared_expert(m, L, n, layer_txt, err, errlen);
+}
+
 /* Routed experts of a hybrid model after its router (model_experts.c): hits on the device
  * through the slot cache, the shared expert, misses on the CPU module, then one combine. */
 static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
@@ -186,10 +195,7 @@ static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt,
     const int64_t k = m->hp.n_expert_used, E = m->hp.n_embd;
     if (st_model_experts_launch(m, il, n, layer_txt, err, errlen)) return -1;
     int accumulate = 0;
-    if (L->t[ST_T_FFN_GATE_INP_SHEXP].data) {
-        if (shared_expert(m, L, n, layer_txt, err, errlen)) return -1;
-        accumulate = 1;
-    }
+    if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
     float *rows = NULL;
     int64_t n_rows = 0;
     int32_t *row_of = NULL;
@@ -204,6 +210,43 @@ static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt,
     c.accumulate = accumulate;
     RUN(moe_combine, c, "experts");
     return st_model_experts_admit(m, il, err, errlen);
+}
+
+/* Routed experts of a fully resident layer after its router, with the fused ops: gate, up and
+ * SwiGLU in one op, the shared expert (when present) into tmp, then down projections weighted
+ * and summed into tmp in one op. */
+static int ffn_moe_fused(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t k = hp->n_expert_used, A = n * k, E = hp->n_embd, Fe = hp->n_ff_exp;
+    st_moe_gate_up_args g;
+    memset(&g, 0, sizeof g);
+    g.n_assign = (int32_t)A;
+    g.w_gate = L->t[ST_T_FFN_GATE_EXPS];
+    g.w_up = L->t[ST_T_FFN_UP_EXPS];
+    g.x = f32(w->cur, E, n);
+    g.out = f32(w->eg, Fe, A);
+    g.scratch = f32(w->eu, Fe, A);
+    g.slot_table = w->slots;
+    g.expert = w->rids;
+    g.x_row = w->xrow;
+    RUN(moe_gate_up, g, "ffn_gate_up_exps");
+    int accumulate = 0;
+    if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
+    st_moe_down_args d;
+    memset(&d, 0, sizeof d);
+    d.k = (int32_t)k;
+    d.w = L->t[ST_T_FFN_DOWN_EXPS];
+    d.x = f32(w->eg, Fe, A);
+    d.out = f32(w->tmp, E, n);
+    d.scratch = f32(w->ed, E, A);
+    d.slot_table = w->slots;
+    d.ids = w->rids;
+    d.weights = w->rw;
+    d.accumulate = accumulate;
+    RUN(moe_down, d, "ffn_down_exps");
+    return 0;
 }
 
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */
@@ -227,6 +270,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     RUN(router, r, "router");
     if (m->hx) return ffn_moe_hybrid(m, il, n, layer_txt, err, errlen);
     if (m->count_experts && count_experts(m, il, n, err, errlen)) return -1;
+    if (m->fused_moe) return ffn_moe_fused(m, il, n, layer_txt, err, errlen);
 
     st_moe_matmul_args g;
     memset(&g, 0, sizeof g);
@@ -254,10 +298,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     RUN(moe_matmul, g, "ffn_down_exps");
 
     int accumulate = 0;
-    if (L->t[ST_T_FFN_GATE_INP_SHEXP].data) {
-        if (shared_expert(m, L, n, layer_txt, err, errlen)) return -1;
-        accumulate = 1;
-    }
+    if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
     st_moe_combine_args c;
     memset(&c, 0, sizeof c);
     c.k = (int32_t)k;
@@ -270,14 +311,84 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     return 0;
 }
 
+static void rope_params(const st_hparams *hp, const int32_t *d_pos, st_rope_args *r) {
+    memset(r, 0, sizeof *r);
+    r->size = sizeof *r;
+    r->mode = (uint32_t)hp->rope_mode;
+    r->pos = d_pos;
+    r->n_rot = hp->n_rot;
+    r->n_ctx_orig = hp->n_ctx_orig;
+    r->freq_base = hp->rope_freq_base;
+    r->freq_scale = hp->rope_freq_scale;
+    r->ext_factor = hp->yarn_ext_factor;
+    r->attn_factor = hp->yarn_attn_factor;
+    r->beta_fast = hp->yarn_beta_fast;
+    r->beta_slow = hp->yarn_beta_slow;
+}
+
+static st_attention_args attention_args(st_model *m, int il, float *q, float *out, int64_t n) {
+    const st_hparams *hp = &m->hp;
+    const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
+    st_attention_args at;
+    memset(&at, 0, sizeof at);
+    at.scale = hp->attn_scale;
+    at.q = f32_3(q, hp->head_dim, hp->n_head, n);
+    at.k_cache = st_kv_k(m->kv, il);
+    at.v_cache = st_kv_v(m->kv, il);
+    at.out = f32_3(out, hp->head_dim, hp->n_head, n);
+    at.seq = m->w.inp + 2 * N;
+    at.kv_len = m->w.inp + 3 * N;
+    at.cell_table = st_kv_table_dev(m->kv);
+    at.max_pos = st_kv_params_of(m->kv)->n_ctx;
+    return at;
+}
+
+/* The fused attention block: one QKV matmul over the merged weight into the q|k|v block, one
+ * ATTN_PREP (norms, rotation, cache write) with the rotated Q into att, attention from att into
+ * the q block, and the output projection from there. */
+static int attention_fused(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t H = hp->n_head, Hk = hp->n_head_kv, D = hp->head_dim, row = (H + 2 * Hk) * D;
+    if (matmul(m, &L->qkv, w->cur, w->q, n, layer_txt, "attn_qkv", err, errlen)) return -1;
+    st_attn_prep_args p;
+    memset(&p, 0, sizeof p);
+    p.eps = hp->rms_eps;
+    p.q = f32_3(w->q, D, H, n);
+    p.q.nb[2] = row * 4;
+    p.q.nb[3] = p.q.nb[2] * n;
+    p.k = p.q;
+    p.k.data = w->q + H * D;
+    p.k.ne[1] = Hk;
+    p.v = p.k;
+    p.v.data = w->q + (H + Hk) * D;
+    if (hp->qk_norm == ST_QK_NORM_HEAD) {
+        p.q_norm = L->t[ST_T_ATTN_Q_NORM];
+        p.k_norm = L->t[ST_T_ATTN_K_NORM];
+    }
+    p.q_out = f32_3(w->att, D, H, n);
+    p.k_cache = st_kv_k(m->kv, il);
+    p.v_cache = st_kv_v(m->kv, il);
+    p.cells = w->inp + 4 * m->p.n_batch;
+    rope_params(hp, w->inp + m->p.n_batch, &p.rope);
+    RUN(attn_prep, p, "attention prologue");
+    st_attention_args at = attention_args(m, il, w->att, w->q, n);
+    RUN(attention, at, "attention");
+    return matmul(m, &L->t[ST_T_ATTN_OUT], w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
+}
+
 static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     const st_layer_w *L = &m->layers[il];
     st_work *w = &m->w;
     const int64_t H = hp->n_head, Hk = hp->n_head_kv, D = hp->head_dim;
     const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
-    int32_t *d_pos = w->inp + N, *d_seq = w->inp + 2 * N, *d_kvlen = w->inp + 3 * N, *d_cell = w->inp + 4 * N;
+    int32_t *d_pos = w->inp + N, *d_cell = w->inp + 4 * N;
 
+    if (m->fused_attn && L->qkv.data && hp->qk_norm != ST_QK_NORM_FULL && !L->t[ST_T_ATTN_Q_BIAS].data &&
+        !L->t[ST_T_ATTN_K_BIAS].data && !L->t[ST_T_ATTN_V_BIAS].data)
+        return attention_fused(m, il, n, layer_txt, err, errlen);
     if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1;
     if (matmul(m, &L->t[ST_T_ATTN_K], w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1;
     if (matmul(m, &L->t[ST_T_ATTN_V], w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1;
@@ -292,17 +403,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
         if (norm(m, w->k, NULL, &L->t[ST_T_ATTN_K_NORM], w->k, n, Hk * D, layer_txt, err, errlen)) return -1;
     }
     st_rope_args r;
-    memset(&r, 0, sizeof r);
-    r.mode = (uint32_t)hp->rope_mode;
-    r.pos = d_pos;
-    r.n_rot = hp->n_rot;
-    r.n_ctx_orig = hp->n_ctx_orig;
-    r.freq_base = hp->rope_freq_base;
-    r.freq_scale = hp->rope_freq_scale;
-    r.ext_factor = hp->yarn_ext_factor;
-    r.attn_factor = hp->yarn_attn_factor;
-    r.beta_fast = hp->yarn_beta_fast;
-    r.beta_slow = hp->yarn_beta_slow;
+    rope_params(hp, d_pos, &r);
     r.x = f32_3(w->q, D, H, n);
     r.out = r.x;
     RUN(rope, r, "rope q");
@@ -319,17 +420,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     kw.cells = d_cell;
     RUN(kv_write, kw, "kv");
 
-    st_attention_args at;
-    memset(&at, 0, sizeof at);
-    at.scale = hp->attn_scale;
-    at.q = f32_3(w->q, D, H, n);
-    at.k_cache = kw.k_cache;
-    at.v_cache = kw.v_cache;
-    at.out = f32_3(w->att, D, H, n);
-    at.seq = d_seq;
-    at.kv_len = d_kvlen;
-    at.cell_table = st_kv_table_dev(m->kv);
-    at.max_pos = st_kv_params_of(m->kv)->n_ctx;
+    st_attention_args at = attention_args(m, il, w->q, w->att, n);
     RUN(attention, at, "attention");
     return matmul(m, &L->t[ST_T_ATTN_OUT], w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }

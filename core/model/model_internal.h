@@ -7,7 +7,20 @@
 /* Device tensors of one layer, by role (data == NULL when absent). */
 typedef struct st_layer_w {
     st_tensor t[ST_T_ROLE_COUNT];
+    /* Q, K and V weights placed back to back in one allocation, as one [Mq+Mk+Mv][K] weight
+     * (data == NULL when they are not: in place, or types or row lengths differ); t[Q/K/V]
+     * are views into it. */
+    st_tensor qkv;
 } st_layer_w;
+
+/* Allocation granularity the memory plan assumes for every model buffer (ST_PLAN_ALIGN):
+ * buffers the model places together are carved at offsets rounded to it, so the totals the
+ * plan computes per buffer stay exact. */
+#define ST_MODEL_ALIGN 256u
+static inline uint64_t st_model_round(uint64_t bytes) {
+    if (bytes == 0) bytes = 64;
+    return (bytes + ST_MODEL_ALIGN - 1) / ST_MODEL_ALIGN * ST_MODEL_ALIGN;
+}
 
 /* Work buffers sized for n_batch tokens and n_out_max logit rows. */
 typedef struct st_work {
@@ -16,6 +29,9 @@ typedef struct st_work {
     float *x;          /* [n][E] residual stream */
     float *cur;        /* [n][E] normed input of a block */
     float *tmp;        /* [n][E] block output */
+    /* q, k and v are carved from one allocation (q first), so a fused QKV matmul can write its
+     * [n][(n_head + 2 n_head_kv) head_dim] rows over all three; on that path ATTN_PREP writes the
+     * rotated Q into att and attention writes its output into q. */
     float *q;          /* [n][n_head*head_dim] */
     float *k;          /* [n][n_head_kv*head_dim] */
     float *v;          /* [n][n_head_kv*head_dim] */
@@ -71,6 +87,9 @@ struct st_model {
     int32_t *seq_len_run;    /* [n_seq] lengths while checking a batch */
     int hybrid;              /* expert_slots >= 0 on a MoE model: experts stay in the file */
     st_model_hx *hx;         /* its state; NULL when every expert is resident */
+    /* fused ops the device offers (ABI 1.1), checked at load for the model's types */
+    int fused_attn;          /* ATTN_PREP for the KV cache type */
+    int fused_moe;           /* MOE_GATE_UP and MOE_DOWN for every layer's expert types */
 };
 
 /* Contiguous view of device memory: [ne1][ne0] (ne2 = ne3 = 1) of `type`. */

@@ -82,23 +82,15 @@ static int has_op(const st_backend_ops *ops, uint32_t op) {
     return slot != NULL;
 }
 
-static const char *op_name(uint32_t op) {
-    static const char *const n[ST_OP_COUNT] = {"GET_ROWS", "RMS_NORM", "MATMUL", "ROPE", "KV_WRITE",
-                                               "ATTENTION", "SWIGLU", "ROUTER", "MOE_MATMUL",
-                                               "MOE_COMBINE", "ADD", "SCALE", "CONVERT", "MUL_ROWS",
-                                               "ARGMAX", "TOPK"};
-    return op < ST_OP_COUNT ? n[op] : "?";
-}
-
 static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
     if (!has_op(m->ops, op)) {
         snprintf(err, errlen, "backend '%s' (%s) has no %s op, needed for %s", m->api->name,
-                 m->props.name, op_name(op), what);
+                 m->props.name, st_op_name(op), what);
         return -1;
     }
     if (!m->api->op_supported(m->dev_index, op, type)) {
         snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->api->name,
-                 m->props.name, op_name(op), st_type_name(type), what);
+                 m->props.name, st_op_name(op), st_type_name(type), what);
         return -1;
     }
     return 0;
@@ -147,6 +139,25 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     return 0;
 }
 
+/* Which fused ops (ABI 1.1) the model can use on this device: each needs its slot and the
+ * model's types; STRATA_NO_FUSED=1 turns them off (to compare with the unfused path). */
+static void find_fused(st_model *m) {
+    const char *e = getenv("STRATA_NO_FUSED");
+    if (e && *e && strcmp(e, "0")) return;
+    m->fused_attn = has_op(m->ops, ST_OP_ATTN_PREP) &&
+                    m->api->op_supported(m->dev_index, ST_OP_ATTN_PREP, m->p.kv_type);
+    int moe = m->hp.n_expert > 0 && has_op(m->ops, ST_OP_MOE_GATE_UP) && has_op(m->ops, ST_OP_MOE_DOWN);
+    for (int l = 0; moe && l < m->hp.n_layer; l++) {
+        const st_layer_desc *L = &m->desc->layers[l];
+        if (!L->is_moe) continue;
+        const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
+        moe = g && u && dn && g->type == u->type &&
+              m->api->op_supported(m->dev_index, ST_OP_MOE_GATE_UP, g->type) &&
+              m->api->op_supported(m->dev_index, ST_OP_MOE_DOWN, dn->type);
+    }
+    m->fused_moe = moe;
+}
+
 static int is_vector_role(int r) {
     return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
            r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
@@ -193,6 +204,39 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
     return 0;
 }
 
+/* Q, K and V of layer l in one allocation (see st_layer_w.qkv): 1 when placed so, 0 when they
+ * cannot be (the caller places them one by one), -1 on error. The allocation is the sum of the
+ * three rounded sizes, as the memory plan counts them. */
+static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
+    const st_gguf_tensor *g[3] = {m->desc->layers[l].t[ST_T_ATTN_Q], m->desc->layers[l].t[ST_T_ATTN_K],
+                                  m->desc->layers[l].t[ST_T_ATTN_V]};
+    if (m->in_place || !g[0] || !g[1] || !g[2]) return 0;
+    for (int i = 0; i < 3; i++)
+        if (g[i]->type != g[0]->type || g[i]->ne[0] != g[0]->ne[0] || g[i]->ne[2] * g[i]->ne[3] != 1) return 0;
+    st_model_consumer(m, "weights");
+    uint64_t bytes = 0;
+    for (int i = 0; i < 3; i++) bytes += st_model_round(g[i]->nbytes);
+    void *base = NULL;
+    if (st_model_alloc(m, bytes, &base, g[0]->name, err, errlen)) return -1;
+    st_layer_w *L = &m->layers[l];
+    static const int roles[3] = {ST_T_ATTN_Q, ST_T_ATTN_K, ST_T_ATTN_V};
+    uint64_t off = 0;
+    int64_t rows = 0;
+    for (int i = 0; i < 3; i++) {
+        L->t[roles[i]] = st_model_view3((char *)base + off, g[i]->type, g[i]->ne[0], g[i]->ne[1], 1);
+        st_status s = m->api->copy_h2d(m->stream, (char *)base + off, g[i]->data, g[i]->nbytes);
+        if (s != ST_OK) {
+            snprintf(err, errlen, "uploading %s: %s", g[i]->name, m->api->last_error());
+            return -1;
+        }
+        m->bytes_uploaded += g[i]->nbytes;
+        off += g[i]->nbytes;
+        rows += g[i]->ne[1];
+    }
+    L->qkv = st_model_view3(base, g[0]->type, g[0]->ne[0], rows, 1);
+    return 1;
+}
+
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
@@ -200,9 +244,12 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
     if (d->output == d->token_embd) m->output = m->tok_embd;
     else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
     for (int l = 0; l < m->hp.n_layer; l++) {
+        const int merged = place_qkv(m, l, err, errlen);
+        if (merged < 0) return -1;
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
             const st_gguf_tensor *g = d->layers[l].t[r];
             if (!g) continue;
+            if (merged && (r == ST_T_ATTN_Q || r == ST_T_ATTN_K || r == ST_T_ATTN_V)) continue;
             if (m->hybrid && st_tensor_role_is_expert((st_tensor_role)r)) {
                 /* stays in the file: the slot cache and the CPU module read it there */
                 m->layers[l].t[r] = st_model_view3(NULL, g->type, g->ne[0], g->ne[1], g->ne[2]);
@@ -262,6 +309,7 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         free(m);
         return NULL;
     }
+    find_fused(m);
     if (api->stream_create(dev, &m->stream) != ST_OK) {
         snprintf(err, errlen, "creating a stream on %s: %s", m->props.name, api->last_error());
         free(m->layers);

@@ -65,10 +65,17 @@ st_status st_ref_argmax(const st_topk_args *a);
 /* Top-k per row sorted descending (ties: lower index first; NaN sorts last). */
 st_status st_ref_topk(const st_topk_args *a);
 
+/* Fused ops (ABI 1.1), each the composition of the unfused reference ops it replaces (see
+ * backend.h): ATTN_PREP = RMS_NORM x2 + ROPE x2 + KV_WRITE; MOE_GATE_UP = MOE_MATMUL x2 +
+ * SWIGLU; MOE_DOWN = MOE_MATMUL + MOE_COMBINE. Outputs are written only after every check. */
+st_status st_ref_attn_prep(const st_attn_prep_args *a);
+st_status st_ref_moe_gate_up(const st_moe_gate_up_args *a);
+st_status st_ref_moe_down(const st_moe_down_args *a);
+
 /* The ops above as a backend ops table (stream arguments ignored); static storage. */
 const st_backend_ops *st_ref_ops_table(void);
-/* Nonzero when the reference runs `op` with `type`: the weight type for GET_ROWS, MATMUL and
- * MOE_MATMUL, the cache type for KV_WRITE and ATTENTION, else the activation type. */
+/* Nonzero when the reference runs `op` with `type`: the weight type for GET_ROWS, MATMUL,
+ * MOE_MATMUL, MOE_GATE_UP and MOE_DOWN, the cache type for KV_WRITE, ATTENTION and ATTN_PREP, else the activation type. */
 int st_ref_op_supported(uint32_t op, uint32_t type);
 /* Text of the last failure of a st_ref_* call on this thread; never NULL (may be ""). */
 const char *st_ref_last_error(void);

@@ -24,6 +24,9 @@ WRAP(convert, st_binary_args)
 WRAP(mul_rows, st_binary_args)
 WRAP(argmax, st_topk_args)
 WRAP(topk, st_topk_args)
+WRAP(attn_prep, st_attn_prep_args)
+WRAP(moe_gate_up, st_moe_gate_up_args)
+WRAP(moe_down, st_moe_down_args)
 
 static const st_backend_ops g_ops = {
     .size = sizeof(st_backend_ops),
@@ -43,6 +46,9 @@ static const st_backend_ops g_ops = {
     .mul_rows = wrap_mul_rows,
     .argmax = wrap_argmax,
     .topk = wrap_topk,
+    .attn_prep = wrap_attn_prep,
+    .moe_gate_up = wrap_moe_gate_up,
+    .moe_down = wrap_moe_down,
 };
 
 const st_backend_ops *st_ref_ops_table(void) { return &g_ops; }
@@ -51,7 +57,10 @@ int st_ref_op_supported(uint32_t op, uint32_t type) {
     switch (op) {
     case ST_OP_GET_ROWS:
     case ST_OP_MATMUL:
-    case ST_OP_MOE_MATMUL: return st_type_get(type) != NULL;
+    case ST_OP_MOE_MATMUL:
+    case ST_OP_MOE_GATE_UP:
+    case ST_OP_MOE_DOWN: return st_type_get(type) != NULL;
+    case ST_OP_ATTN_PREP:
     case ST_OP_KV_WRITE:
     case ST_OP_ATTENTION: return st_ref_is_act(type) || type == ST_TYPE_Q8_0;
     case ST_OP_RMS_NORM:

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define ST_ABI_MAJOR 1u
-#define ST_ABI_MINOR 0u
+#define ST_ABI_MINOR 1u /* 1: fused ops ATTN_PREP, MOE_GATE_UP, MOE_DOWN appended */
 
 #define ST_BACKEND_ENTRY_SYMBOL "st_backend_entry"
 #define ST_BACKEND_SCORE_SYMBOL "st_backend_score"
@@ -107,8 +107,21 @@ typedef enum st_op_id {
     ST_OP_MUL_ROWS = 13,   /* a[i][:] * f(s[i]), f = identity or sigmoid */
     ST_OP_ARGMAX = 14,     /* per-row argmax */
     ST_OP_TOPK = 15,       /* per-row top-k values and indices, sorted descending */
-    ST_OP_COUNT = 16       /* number of op ids this header knows; not an op */
+    /* ABI 1.1: fused ops. Optional: a host falls back to the unfused ops when a slot is NULL. */
+    ST_OP_ATTN_PREP = 16,  /* per-head Q/K norm + rope of Q and K + K/V cache write */
+    ST_OP_MOE_GATE_UP = 17, /* silu(W_gate . x) * (W_up . x) per expert assignment */
+    ST_OP_MOE_DOWN = 18,   /* W_down . x per assignment, weighted and summed per token */
+    ST_OP_COUNT = 19       /* number of op ids this header knows; not an op */
 } st_op_id;
+
+/* Lower-case name of an op id ("moe_gate_up"), "op" for an unknown id. Static storage. */
+static inline const char *st_op_name(uint32_t op) {
+    static const char *const names[ST_OP_COUNT] = {
+        "get_rows", "rms_norm", "matmul", "rope", "kv_write", "attention", "swiglu", "router", "moe_matmul",
+        "moe_combine", "add", "scale", "convert", "mul_rows", "argmax", "topk", "attn_prep", "moe_gate_up",
+        "moe_down"};
+    return op < ST_OP_COUNT ? names[op] : "op";
+}
 
 /* A strided view of device memory. `data` is a device address; the view does not own it. */
 typedef struct st_tensor {
@@ -329,6 +342,64 @@ typedef struct st_topk_args {
     float *values;      /* device address, [n][k] out, or NULL (ARGMAX may pass NULL) */
 } st_topk_args;
 
+/* ---- fused ops (ABI 1.1) ------------------------------------------------------------ */
+
+/* The attention prologue of one layer for n tokens:
+ *   q_out[i][h] = rope(norm(q[i][h]) * q_norm)                 for every query head h
+ *   k_cache[cells[i]][g] = rope(norm(k[i][g]) * k_norm)        for every KV head g
+ *   v_cache[cells[i]][g] = v[i][g]
+ * norm(x) = x / sqrt(mean(x^2) + eps) over head_dim, applied only when that norm weight's data is
+ * non-NULL. q, k and v may be strided views into one fused QKV output. Rotation as ROPE with
+ * `rope` (its x and out are ignored), KV write as KV_WRITE (a cell named twice gets the later
+ * token). The unfused equivalent is RMS_NORM x2, ROPE x2 and KV_WRITE. */
+typedef struct st_attn_prep_args {
+    uint32_t size;
+    float eps;
+    st_tensor q;        /* [n][n_head][head_dim] F32/F16/BF16 */
+    st_tensor k;        /* [n][n_kv_head][head_dim] */
+    st_tensor v;        /* [n][n_kv_head][head_dim_v] */
+    st_tensor q_norm;   /* [head_dim] F32, or data == NULL: no Q norm */
+    st_tensor k_norm;   /* [head_dim] F32, or data == NULL: no K norm */
+    st_tensor q_out;    /* [n][n_head][head_dim]; may alias q */
+    st_tensor k_cache;  /* [n_cells][n_kv_head][head_dim] F32/F16/BF16/Q8_0 */
+    st_tensor v_cache;  /* [n_cells][n_kv_head][head_dim_v] */
+    const int32_t *cells; /* device address, [n] destination cell per token */
+    st_rope_args rope;  /* mode, pos, n_rot, frequencies, YaRN; rope.x and rope.out unused */
+} st_attn_prep_args;
+
+/* out[a][:] = silu(Wg[s] . x[x_row[a]]) * (Wu[s] . x[x_row[a]]), s = slot_table[expert[a]];
+ * assignments whose slot is negative are skipped (out row untouched). The unfused equivalent
+ * is MOE_MATMUL x2 and SWIGLU. */
+typedef struct st_moe_gate_up_args {
+    uint32_t size;
+    int32_t n_assign;
+    st_tensor w_gate;           /* [n_slots][F][K] any weight type; nb[2] = slot stride */
+    st_tensor w_up;             /* same shape and type as w_gate */
+    st_tensor x;                /* [n_x][K] F32/F16/BF16 */
+    st_tensor out;              /* [n_assign][F] */
+    st_tensor scratch;          /* [n_assign][F] F32 the module may overwrite, or data == NULL */
+    const int32_t *slot_table;  /* device address, [n_expert] expert -> slot or -1 */
+    const int32_t *expert;      /* device address, [n_assign] */
+    const int32_t *x_row;       /* device address, [n_assign] */
+} st_moe_gate_up_args;
+
+/* out[t][:] = (accumulate ? out[t][:] : 0) + sum_j weights[t*k+j] * (W[s] . x[t*k+j]),
+ * s = slot_table[ids[t*k+j]], j ascending; choices whose slot is negative contribute nothing.
+ * The unfused equivalent is MOE_MATMUL and MOE_COMBINE. */
+typedef struct st_moe_down_args {
+    uint32_t size;
+    int32_t k;                  /* choices per token */
+    st_tensor w;                /* [n_slots][M][K] any weight type; nb[2] = slot stride */
+    st_tensor x;                /* [n*k][K] F32/F16/BF16: row t*k+j is choice j of token t */
+    st_tensor out;              /* [n][M] */
+    st_tensor scratch;          /* [n*k][M] F32 the module may overwrite, or data == NULL */
+    const int32_t *slot_table;  /* device address, [n_expert] expert -> slot or -1 */
+    const int32_t *ids;         /* device address, [n][k] expert ids */
+    const float *weights;       /* device address, [n][k] */
+    int32_t accumulate;
+    int32_t reserved;
+} st_moe_down_args;
+
 /* One slot per op id, in op-id order. NULL = op absent on this module. */
 typedef struct st_backend_ops {
     uint32_t size;
@@ -349,6 +420,10 @@ typedef struct st_backend_ops {
     st_status (*mul_rows)(st_stream *s, const st_binary_args *a);
     st_status (*argmax)(st_stream *s, const st_topk_args *a);
     st_status (*topk)(st_stream *s, const st_topk_args *a);
+    /* ABI 1.1 (read only when `size` covers them) */
+    st_status (*attn_prep)(st_stream *s, const st_attn_prep_args *a);
+    st_status (*moe_gate_up)(st_stream *s, const st_moe_gate_up_args *a);
+    st_status (*moe_down)(st_stream *s, const st_moe_down_args *a);
 } st_backend_ops;
 
 /* ---- the module's table ------------------------------------------------------------ */

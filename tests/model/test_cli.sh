@@ -33,6 +33,12 @@ for a in llama qwen2 qwen3 qwen2moe qwen3moe olmoe mixtral; do
   NV=$("$STRATA" logits -m "$T/$a.gguf" --tokens 1 --out "$T/one.f32" --backend ref 2>&1 | sed -n 's/.* x \([0-9]*\) logits.*/\1/p')
   check "$a: --all writes 5 x n_vocab floats ($SZ bytes, vocab $NV)" test "$SZ" -eq $((5 * 4 * NV))
   check "$a: cpu logits match the reference" f32cmp "$T/$a.cpu.f32" "$T/$a.ref.f32" 1e-4
+  # the sim device offers the fused ops (ATTN_PREP, MOE_GATE_UP, MOE_DOWN): the fused path must
+  # give the same logits as the unfused one, bit for bit (the sim's ops are the reference's)
+  check "$a: logits (sim, fused)" "$STRATA" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.simf.f32" --backend sim
+  check "$a: logits (sim, unfused)" env STRATA_NO_FUSED=1 "$STRATA" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.simu.f32" --backend sim
+  check "$a: fused and unfused paths agree" cmp -s "$T/$a.simf.f32" "$T/$a.simu.f32"
+  check "$a: sim logits match the reference" f32cmp "$T/$a.simf.f32" "$T/$a.ref.f32" 1e-5
   if [ -n "$LLAMA_REF" ] && [ -x "$LLAMA_REF" ]; then
     check "$a: llama.cpp loads the generated file" "$LLAMA_REF" logits -m "$T/$a.gguf" --tokens 1,2,3,40,50 --all --out "$T/$a.llama.f32"
     check "$a: logits match llama.cpp" f32cmp "$T/$a.ref.f32" "$T/$a.llama.f32" 1e-4
