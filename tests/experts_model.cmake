@@ -36,3 +36,8 @@ if(TARGET st_experts)
   target_link_libraries(test_belady_window PRIVATE st_experts)
   add_test(NAME experts.belady_window COMMAND test_belady_window)
 endif()
+# strata plan --load through the commands' path (st_offload_load), with an expert cache
+if(TARGET strata AND TARGET strata-sim AND TARGET strata-cpu-avx2 AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME experts.plan_load COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_plan_load.sh $<TARGET_FILE:strata>)
+  set_tests_properties(experts.plan_load PROPERTIES SKIP_RETURN_CODE 77)
+endif()

@@ -8,6 +8,7 @@
 #include "arch/arch.h"
 #include "backend/backend_registry.h"
 #include "cli/cli_common.h"
+#include "cli/cli_planned.h"
 #include "cli/commands.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
@@ -36,8 +37,9 @@ static void help(FILE *f) {
             "  --json | --metrics      print the plan as JSON or Prometheus lines instead of the table\n"
             "  --allocate              then allocate every consumer on the devices, report what each device\n"
             "                          holds against the plan, and free it (proves the plan on real memory)\n"
-            "  --load                  (one device) then load the model inside the plan's arena and run one\n"
-            "                          forward: every device allocation of the model comes from the plan\n"
+            "  --load                  (one device) then load the model as run, bench and serve do (their plan,\n"
+            "                          an expert cache when it caches experts), run one forward, and print what\n"
+            "                          each consumer took against the plan\n"
             "Exit status: 0 the plan fits (maybe degraded, see WARNING lines), 1 refused or an allocation\n"
             "failed, 2 bad arguments.\n");
 }
@@ -145,66 +147,90 @@ out:
     return rc;
 }
 
-/* Loads the model inside the plan's arena on the single device and runs one forward. 0, or -1
- * with the reason printed. */
-static int load_in_plan(const st_plan *p, const st_model_desc *desc, const st_backend_device *const *picked, int nd) {
-    if (nd != 1) {
-        fprintf(stderr, "strata plan: --load runs the model on one device (%d chosen)\n", nd);
-        return -1;
-    }
-    if (p->dev[0].expert_slots < p->dev[0].expert_slots_max) {
-        fprintf(stderr, "strata plan: --load checks all-resident plans only; this plan caches %lld of %lld experts: "
-                "load it with an expert cache through `strata run` or `strata bench` with the same options\n",
-                (long long)p->dev[0].expert_slots, (long long)p->dev[0].expert_slots_max);
-        return -1;
-    }
-    const st_backend_api *api = picked[0]->module->api;
-    st_device *dev = NULL;
-    if (api->device_open(picked[0]->index, &dev) != ST_OK) {
-        fprintf(stderr, "strata plan: opening %s: %s\n", p->dev[0].in.name, api->last_error());
-        return -1;
-    }
-    char err[1024];
-    st_status st = ST_OK;
-    int rc = -1;
-    st_model *m = NULL;
-    static st_backend_api planned;
-    const char *chain[] = {"weights", "expert_cache", "kv", "work", "logits"};
-    st_plan_arena *a = st_plan_arena_create(p, 0, api, dev, &st, err, sizeof err);
-    if (!a || st_plan_api_bind(a, api, dev, chain, 5, &planned, err, sizeof err)) {
-        fprintf(stderr, "strata plan: ERROR: %s\n", err);
-        goto out;
-    }
+#define MIB(b) ((double)(b) / 1048576.0)
+
+/* Loads the model on device `dev` ("module:index") the way run, bench, profile-experts and the
+ * server's engine do (st_cli_open_planned: st_offload_prepare plans with the same options, then
+ * st_offload_load allocates the plan's blocks and carves the model from them, with an expert
+ * cache and its misses on the CPU module when the plan caches experts), runs one forward, and
+ * prints per consumer what the model took against that plan and against `p` (the plan printed
+ * above). 0, or -1 with the reason printed. */
+static int load_like_commands(const char *model, const char *dev, const st_plan *p, const st_plan_request *r,
+                              uint64_t vram_budget) {
+    st_cli_model_opts o;
+    memset(&o, 0, sizeof o);
+    o.model = model;
+    o.device = dev;
+    st_offload_opts oo;
+    st_offload_opts_init(&oo);
+    oo.vram_budget = vram_budget;
+    oo.reserve = r->reserve;
+    oo.expert_cache = r->expert_cache;
+    oo.given = 1; /* a plan even on a device that reads host memory */
     st_model_params mp;
     st_model_params_default(&mp);
-    mp.kv_type = p->kv_type;
-    mp.n_seq = p->n_slots;
-    mp.n_ctx = p->n_ctx;
-    mp.n_batch = p->n_tok_step;
-    mp.n_out_max = p->n_out;
-    mp.topk_max = p->topk_max;
-    mp.no_in_place = !p->dev[0].in.unified;
-    m = st_model_load(desc, &planned, dev, picked[0]->index, &mp, err, sizeof err);
-    if (!m) {
-        fprintf(stderr, "strata plan: ERROR: loading inside the plan: %s\n", err);
-        goto out;
-    }
-    uint64_t used = 0;
-    for (int i = 0; i < 5; i++) used += st_plan_arena_used(a, chain[i]);
+    mp.n_seq = r->n_slots;
+    mp.n_ctx = r->n_ctx > 0 ? r->n_ctx : p->n_ctx;
+    mp.n_batch = r->n_batch;
+    mp.n_out_max = r->n_slots;
+    mp.kv_type = r->kv_type;
+    printf("\nloading as run, bench and serve do (their plan and its table follow on stderr):\n");
+    fflush(stdout);
+    st_cli_session s;
+    st_offload off;
+    if (st_cli_open_planned("plan", &s, &o, &oo, &mp, 0, &off)) return -1;
+    char err[1024];
+    int rc = -1;
     const int32_t tok = 1;
     int32_t id = -1;
-    if (st_model_eval(m, 0, &tok, 1, 0, 0, NULL, err, sizeof err) || st_model_argmax(m, &id, err, sizeof err)) {
+    if (st_model_eval(s.m, 0, &tok, 1, 0, 0, NULL, err, sizeof err) || st_model_argmax(s.m, &id, err, sizeof err)) {
         fprintf(stderr, "strata plan: ERROR: forward inside the plan: %s\n", err);
         goto out;
     }
-    printf("\nloaded inside the plan: the model took %.1f MiB of the %.1f MiB planned for it; one forward ran "
-           "(argmax %d)\n", (double)used / 1048576.0, (double)p->dev[0].allocated / 1048576.0, id);
-    rc = 0;
+    const st_plan *q = off.plan;
+    if (!q || !off.arena) {
+        printf("  %s reads host memory: the weights are read in place and nothing is allocated from a plan; "
+               "one forward ran (argmax %d)\n", s.device_text, id);
+        rc = 0;
+        goto out;
+    }
+    const st_plan_device *qd = &q->dev[0];
+    printf("  %-16s %14s %14s %12s\n", "consumer", "this plan MiB", "loaded plan", "used MiB");
+    uint64_t used = 0;
+    for (int32_t i = 0; i < qd->n_consumers; i++) {
+        const st_plan_consumer *c = &qd->c[i];
+        if (!st_plan_kind_allocated(c->kind)) continue;
+        const st_plan_consumer *pc = st_plan_find(p, 0, c->name);
+        const uint64_t u = st_plan_arena_used(off.arena, c->name);
+        used += u;
+        char mine[32];
+        if (pc) snprintf(mine, sizeof mine, "%.1f", MIB(pc->bytes));
+        else snprintf(mine, sizeof mine, "-");
+        printf("  %-16s %14s %14.1f %12.1f%s\n", c->name, mine, MIB(c->bytes), MIB(u),
+               u > c->bytes ? "  OVER THE PLAN" : "");
+    }
+    printf("  %-16s %14.1f %14.1f %12.1f\n", "allocated", MIB(p->dev[0].allocated), MIB(qd->allocated), MIB(used));
+    const st_backend_device *pick = s.pick;
+    uint64_t fr = 0, tot = 0;
+    if (pick && s.api->mem_info(s.dev, &fr, &tot) == ST_OK && fr <= pick->props->mem_free) {
+        uint64_t runtime = 0;
+        const st_plan_consumer *rc_ = st_plan_find(q, 0, "runtime");
+        if (rc_) runtime = rc_->bytes;
+        printf("  device: %.1f MiB taken since the probe (the loaded plan: %.1f MiB allocated + %.1f MiB runtime); "
+               "%.1f MiB free now\n", MIB(pick->props->mem_free - fr), MIB(qd->allocated), MIB(runtime), MIB(fr));
+    }
+    st_model_expert_info xi;
+    if (st_model_expert_info_get(s.m, &xi) == 0)
+        printf("  experts: a cache of %lld of %lld experts and %lld staging slots (%.2f MiB each); misses run on "
+               "the CPU module\n", (long long)xi.slots, (long long)xi.experts_total, (long long)xi.stage_slots,
+               MIB(xi.slot_bytes));
+    else
+        printf("  experts: every expert resident on the device\n");
+    printf("loaded inside the plan: the model took %.1f MiB of the %.1f MiB planned for it; one forward ran "
+           "(argmax %d)\n", MIB(used), MIB(qd->allocated), id);
+    rc = used <= qd->allocated ? 0 : -1;
 out:
-    st_model_free(m);
-    st_plan_api_unbind(dev);
-    st_plan_arena_free(a);
-    api->device_close(dev);
+    st_cli_close_planned(&s, &off);
     return rc;
 }
 
@@ -292,6 +318,11 @@ int st_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "strata plan: no model given (-m F.gguf)\n");
         return 2;
     }
+    if (load && (r.verify_window || r.draft_head_bytes || r.n_extra || layers || extra_overhead)) {
+        fprintf(stderr, "strata plan: --load loads as run, bench and serve do, which have no --verify-window, "
+                "--draft-bytes, --extra, --layers or --runtime-overhead: leave them out with --load\n");
+        return 2;
+    }
     char err[1024];
     st_gguf *g = st_gguf_open(model, err, sizeof err);
     if (!g) {
@@ -373,7 +404,19 @@ int st_cmd_plan(int argc, char **argv) {
     }
     rc = p->ok ? 0 : 1;
     if (p->ok && allocate && allocate_plan(p, picked, nd)) rc = 1;
-    if (p->ok && load && load_in_plan(p, desc, picked, nd)) rc = 1;
+    char load_dev[96] = "";
+    if (p->ok && load) {
+        if (nd != 1) {
+            fprintf(stderr, "strata plan: --load runs the model on one device (%d chosen)\n", nd);
+            rc = 1;
+        } else {
+            snprintf(load_dev, sizeof load_dev, "%s:%u", picked[0]->module->api->name, picked[0]->index);
+        }
+    }
+    /* the commands open their own registry: this one is closed first */
+    st_backend_registry_close(reg);
+    reg = NULL;
+    if (load_dev[0] && load_like_commands(model, load_dev, p, &r, in[0].vram_budget)) rc = 1;
     st_plan_free(p);
 out:
     if (reg) st_backend_registry_close(reg);
