@@ -227,6 +227,11 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.n_split = n_split;
     p.chunk = (a->max_pos + n_split - 1) / n_split;
     ST_TRY(st_cuda_use(s->dev));
+    if (rows < target || n < 16) {
+        bool dec = false;
+        ST_TRY(st_cuda_attention_dec(s, p, &dec));
+        if (dec) return ST_OK;
+    }
     if (n_split == 1) {
         bool ran = false;
         const st_status st = st_cuda_attention_tc(s, p, &ran);

@@ -4,7 +4,9 @@
  * online in F32. K/V rows are gathered through the cell table of the tile's sequence; a token
  * of another sequence in the same tile (mixed batches) is computed by a warp-per-row loop at
  * the end, so any batch is handled. */
+#include <cooperative_groups.h>
 #include <mma.h>
+#include <stdlib.h>
 
 #include "cuda/cuda_attention.cuh"
 
@@ -397,4 +399,329 @@ st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran) {
     ST_TRY(st_cuda_launched(s, "attention"));
     *ran = true;
     return st_cuda_attention_merge(s, p);
+}
+
+/* ---- decode on tensor cores, merged inside a thread-block cluster (sm_90+) ---------------- */
+/* A cluster of CS blocks takes one (token i, KV head): block r of the cluster scores the r-th
+ * 1/CS of the token's visible positions (kv_len is read on the device, so every block has work
+ * whatever the context length), 16 positions per warp at a time, for the G <= 8 query heads of
+ * the KV head on F16 tensor cores (mma m16n8k16, F32 sums):
+ *   S[head][pos] = Q . K^T: A = Q, rows 0-7 its F16 high part and rows 8-15 its F16 low part
+ *     (Q - hi), so the scores keep F32 precision; B = K rows loaded straight from the cache;
+ *   O[head][dim] += P . V: A = P (the weights, split high/low the same way), B = V rows
+ *     loaded straight from the cache, paired by position with a byte permute.
+ * The dot products are over dims, so each thread's K row slice may be any 16-byte pieces as
+ * long as its Q slice is the same: thread (g = lane/4, t = lane%4) holds 16-byte piece 4j+t
+ * of a row for j < HD/32, so each load of a warp reads 64 contiguous bytes of 8 rows.
+ * The online softmax is per warp; the block merges its warps in shared memory, then the
+ * cluster merges its blocks through distributed shared memory in rank order and writes the
+ * output: one kernel, no workspace, deterministic. */
+#define ST_DC_WARPS 8
+#define ST_DC_THREADS (ST_DC_WARPS * ST_WARP)
+#define ST_DC_MAXG 8
+
+__device__ __forceinline__ void st_mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+/* Two floats as an F16 pair (x0 in the low half) and the pair of what rounding left out. */
+__device__ __forceinline__ void st_split_h2(float x0, float x1, uint32_t &hi, uint32_t &lo) {
+    const __half2 h = __floats2half2_rn(x0, x1);
+    const float2 f = __half22float2(h);
+    const __half2 r = __floats2half2_rn(x0 - f.x, x1 - f.y);
+    memcpy(&hi, &h, 4);
+    memcpy(&lo, &r, 4);
+}
+
+__device__ __forceinline__ uint32_t st_u4_word(const uint4 &u, int w) {
+    return w == 0 ? u.x : w == 1 ? u.y : w == 2 ? u.z : u.w;
+}
+
+/* Cell of position pos of the block's range, or -1 past p1 or outside the cache. */
+__device__ __forceinline__ int64_t st_dc_cell(const int32_t *cells, int pos, int p1, int64_t n_cells) {
+    if (pos >= p1) return -1;
+    const int32_t c = cells[pos];
+    return c >= 0 && c < n_cells ? (int64_t)c : -1;
+}
+
+template <int HD, int CS>
+__global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int NJ = HD / 32; /* 16-byte K pieces per thread and row */
+    constexpr int NC = HD / 64; /* 16-byte V pieces per thread and row */
+    constexpr int ND = HD / 8;  /* 8-dim output tiles */
+    constexpr int LD = HD + 4;  /* shared row stride: the (g, t) stores hit 32 banks */
+    __shared__ float sWacc[ST_DC_WARPS][ST_DC_MAXG][LD];
+    __shared__ float sWm[ST_DC_WARPS][ST_DC_MAXG], sWl[ST_DC_WARPS][ST_DC_MAXG], sWf[ST_DC_WARPS][ST_DC_MAXG];
+    __shared__ float sC[ST_DC_MAXG][LD];
+    __shared__ float sCm[ST_DC_MAXG], sCl[ST_DC_MAXG];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank();
+    const int G = (int)(p.n_head / p.n_kv);
+    const int64_t i = blockIdx.y / p.n_kv, kvh = blockIdx.y % p.n_kv;
+    const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane >> 2, t = lane & 3;
+    int L = p.kv_len[i];
+    L = L < 0 ? 0 : L > p.max_pos ? p.max_pos : L;
+    const int per = (((L + CS - 1) / CS) + 15) & ~15;
+    const int p0 = rank * per, p1 = min(L, p0 + per);
+    const int32_t *cells = p.cell_table + (int64_t)p.seq[i] * p.max_pos;
+    const float *mrow = p.mask ? p.mask + i * (int64_t)p.max_pos : NULL;
+
+    /* Q of head g, scaled, split high/low: qa[j][w] is the pair of dims 8(4j+t) + 2w */
+    uint32_t qh[NJ][4], ql[NJ][4];
+    {
+        const char *qr = g < G ? st_row(p.q, i * p.n_head + kvh * G + g) : NULL;
+#pragma unroll
+        for (int j = 0; j < NJ; j++)
+#pragma unroll
+            for (int w = 0; w < 4; w++) {
+                const int d = 8 * (4 * j + t) + 2 * w;
+                const float x0 = qr ? st_ld(qr, p.q.type, d) * p.scale : 0.0f;
+                const float x1 = qr ? st_ld(qr, p.q.type, d + 1) * p.scale : 0.0f;
+                st_split_h2(x0, x1, qh[j][w], ql[j][w]);
+            }
+    }
+    float acc[ND][4];
+#pragma unroll
+    for (int d = 0; d < ND; d++) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.0f;
+    float mrun = -INFINITY, lrun = 0.0f; /* head g; lrun: this thread's positions only */
+
+    for (int tb = p0 + 16 * warp; tb < p1; tb += 16 * ST_DC_WARPS) {
+        /* K rows tb+g and tb+8+g; V rows (and this thread's scores) at tb + pv[r] */
+        const int pv[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};
+        const int64_t ck0 = st_dc_cell(cells, tb + g, p1, p.n_cells);
+        const int64_t ck1 = st_dc_cell(cells, tb + 8 + g, p1, p.n_cells);
+        int64_t cv[4];
+        float mk[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            cv[r] = st_dc_cell(cells, tb + pv[r], p1, p.n_cells);
+            mk[r] = mrow && tb + pv[r] < p1 ? mrow[tb + pv[r]] : 0.0f;
+        }
+        uint4 kk[2][NJ], vv[4][NC];
+        const uint4 z4 = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            const int64_t c = nt ? ck1 : ck0;
+            const uint4 *kr = (const uint4 *)(p.k + (c < 0 ? 0 : c) * p.k_nb2 + kvh * p.k_nb1);
+#pragma unroll
+            for (int j = 0; j < NJ; j++) kk[nt][j] = c >= 0 ? __ldg(kr + 4 * j + t) : z4;
+        }
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int64_t c = cv[r];
+            const uint4 *vr = (const uint4 *)(p.v + (c < 0 ? 0 : c) * p.v_nb2 + kvh * p.v_nb1);
+#pragma unroll
+            for (int c8 = 0; c8 < NC; c8++) vv[r][c8] = c >= 0 ? __ldg(vr + g + 8 * c8) : z4;
+        }
+        /* scores: sc[nt] rows g (high) and g+8 (low) of head g, positions tb + 8nt + 2t + {0,1} */
+        float sc[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+#pragma unroll
+                for (int u = 0; u < 2; u++)
+                    st_mma_16816(sc[nt], qh[j][2 * u], ql[j][2 * u], qh[j][2 * u + 1], ql[j][2 * u + 1],
+                                 st_u4_word(kk[nt][j], 2 * u), st_u4_word(kk[nt][j], 2 * u + 1));
+        }
+        float s[4];
+        bool ok[4];
+        float tmax = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const float x = sc[r >> 1][r & 1] + sc[r >> 1][2 + (r & 1)] + mk[r];
+            ok[r] = cv[r] >= 0 && x == x && x != -INFINITY;
+            s[r] = ok[r] ? x : -INFINITY;
+            tmax = fmaxf(tmax, s[r]);
+        }
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
+        const float mnew = fmaxf(mrun, tmax), mref = mnew == -INFINITY ? 0.0f : mnew;
+        const float corr = expf(mrun - mref);
+        float e[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) e[r] = expf(s[r] - mref);
+        lrun = lrun * corr + ((e[0] + e[1]) + (e[2] + e[3]));
+        mrun = mnew;
+#pragma unroll
+        for (int d = 0; d < ND; d++) {
+            acc[d][0] *= corr;
+            acc[d][1] *= corr;
+            acc[d][2] *= corr;
+            acc[d][3] *= corr;
+        }
+        /* P as A: rows g / g+8 = high / low weights of head g, k = positions 2t.. and 8+2t.. */
+        uint32_t pa0, pa1, pa2, pa3;
+        st_split_h2(e[0], e[1], pa0, pa1);
+        st_split_h2(e[2], e[3], pa2, pa3);
+        /* a position without a score contributes nothing, whatever its V row holds */
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+#pragma unroll
+            for (int c8 = 0; c8 < NC; c8++)
+                if (!ok[r]) vv[r][c8] = z4;
+        /* V as B: output tile 8*c8 + h takes half h of piece g + 8*c8 of the rows */
+#pragma unroll
+        for (int c8 = 0; c8 < NC; c8++)
+#pragma unroll
+            for (int h = 0; h < 8; h++) {
+                const unsigned sel = (h & 1) ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(st_u4_word(vv[0][c8], h >> 1), st_u4_word(vv[1][c8], h >> 1), sel);
+                const uint32_t b1 = __byte_perm(st_u4_word(vv[2][c8], h >> 1), st_u4_word(vv[3][c8], h >> 1), sel);
+                st_mma_16816(acc[8 * c8 + h], pa0, pa1, pa2, pa3, b0, b1);
+            }
+    }
+
+    /* the warp's partial: acc[dt][e] (+ low row acc[dt][2+e]) is head g, dim
+     * 8(2t + e + 8c) + h for dt = 8c + h; kept at k = (2dt + e) * 4 + t */
+    lrun += __shfl_xor_sync(0xffffffffu, lrun, 1);
+    lrun += __shfl_xor_sync(0xffffffffu, lrun, 2);
+    if (t == 0) {
+        sWm[warp][g] = mrun;
+        sWl[warp][g] = lrun;
+    }
+#pragma unroll
+    for (int d = 0; d < ND; d++) {
+        sWacc[warp][g][(2 * d) * 4 + t] = acc[d][0] + acc[d][2];
+        sWacc[warp][g][(2 * d + 1) * 4 + t] = acc[d][1] + acc[d][3];
+    }
+    __syncthreads();
+    if (tid < G) {
+        float M = -INFINITY, Ls = 0.0f;
+        for (int w = 0; w < ST_DC_WARPS; w++) M = fmaxf(M, sWm[w][tid]);
+        for (int w = 0; w < ST_DC_WARPS; w++) {
+            const float f = sWm[w][tid] == -INFINITY ? 0.0f : expf(sWm[w][tid] - M);
+            sWf[w][tid] = f;
+            Ls += sWl[w][tid] * f;
+        }
+        sCm[tid] = M;
+        sCl[tid] = Ls;
+    }
+    __syncthreads();
+    for (int e = tid; e < G * HD; e += ST_DC_THREADS) {
+        const int gg = e / HD, k = e % HD;
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < ST_DC_WARPS; w++) a += sWacc[w][gg][k] * sWf[w][gg];
+        sC[gg][k] = a;
+    }
+    cluster.sync();
+    /* block `rank` finishes elements [rank * per_r, (rank + 1) * per_r) of the G x HD output */
+    const int per_r = (G * HD + CS - 1) / CS;
+    for (int e = rank * per_r + tid; e < min(G * HD, (rank + 1) * per_r); e += ST_DC_THREADS) {
+        const int gg = e / HD, k = e % HD;
+        float rm[CS], rl[CS], ra[CS];
+#pragma unroll
+        for (int j = 0; j < CS; j++) {
+            rm[j] = *cluster.map_shared_rank(&sCm[gg], j);
+            rl[j] = *cluster.map_shared_rank(&sCl[gg], j);
+            ra[j] = *cluster.map_shared_rank(&sC[gg][k], j);
+        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < CS; j++) M = fmaxf(M, rm[j]);
+        float Ls = 0.0f, a = 0.0f;
+#pragma unroll
+        for (int j = 0; j < CS; j++) {
+            const float f = rm[j] == -INFINITY ? 0.0f : expf(rm[j] - M);
+            Ls += rl[j] * f;
+            a += ra[j] * f;
+        }
+        const int tt = k & 3, ee = (k >> 2) & 1, dt = k >> 3;
+        const int dim = 8 * (2 * tt + ee + 8 * (dt >> 3)) + (dt & 7);
+        st_st(st_row(p.out, i * p.n_head + kvh * G + gg), p.out.type, dim, Ls > 0.0f ? a / Ls : 0.0f);
+    }
+    cluster.sync(); /* no block leaves while another still reads its shared memory */
+#else
+    (void)p;
+#endif
+}
+
+/* Launch state per device and head dim: the cluster size that fits (16 non-portable, else 8),
+ * 0 before the first try, -1 when clusters cannot run this kernel. */
+static int st_dc_cs[ST_CUDA_MAX_DEVICES][2];
+
+template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, const st_att_params &p,
+                                                                 cudaLaunchAttribute *at) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(CS, (unsigned)(p.n * p.n_kv), 1);
+    cfg.blockDim = dim3(ST_DC_THREADS, 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s->s;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = CS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+/* Whether clusters of CS blocks of k_attention_dec<HD, CS> can be resident on the device. */
+template <int HD, int CS> static bool st_dc_fits(st_stream *s, const st_att_params &p) {
+    if (CS > 8 && cudaFuncSetAttribute(k_attention_dec<HD, CS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                      cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    cudaLaunchAttribute at[1];
+    const cudaLaunchConfig_t cfg = st_dc_config<HD, CS>(s, p, at);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, k_attention_dec<HD, CS>, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return n >= 1;
+}
+
+template <int HD> static st_status st_dc_launch(st_stream *s, const st_att_params &p, bool *ran) {
+    int *cs = &st_dc_cs[s->dev->index % ST_CUDA_MAX_DEVICES][HD == 128];
+    if (*cs == 0) {
+        const char *e = getenv("STRATA_CUDA_ATT_CLUSTER");
+        const bool only8 = e && atoi(e) == 8;
+        *cs = !only8 && st_dc_fits<HD, 16>(s, p) ? 16 : st_dc_fits<HD, 8>(s, p) ? 8 : -1;
+    }
+    if (*cs < 0) return ST_OK;
+    cudaLaunchAttribute at[1];
+    cudaError_t err;
+    if (*cs == 16) {
+        const cudaLaunchConfig_t cfg = st_dc_config<HD, 16>(s, p, at);
+        err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 16>, p);
+    } else {
+        const cudaLaunchConfig_t cfg = st_dc_config<HD, 8>(s, p, at);
+        err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 8>, p);
+    }
+    if (err != cudaSuccess) { /* not launched: the split kernels run instead */
+        (void)cudaGetLastError();
+        *cs = -1;
+        return ST_OK;
+    }
+    *ran = true;
+    return st_cuda_launched(s, "attention");
+}
+
+/* Runs the cluster decode path when it applies (sm_90+, F16 caches with 16-byte aligned rows,
+ * head dim 64 or 128 for K and V, at most 8 query heads per KV head, and not switched off by
+ * STRATA_CUDA_ATT_OLD=1); *ran says whether it did. */
+st_status st_cuda_attention_dec(st_stream *s, const st_att_params &p, bool *ran) {
+    *ran = false;
+    static int old = -1;
+    if (old < 0) {
+        const char *e = getenv("STRATA_CUDA_ATT_OLD");
+        old = e && *e && strcmp(e, "0") != 0;
+    }
+    if (old || s->dev->cc_major < 9) return ST_OK;
+    if (p.kt != ST_TYPE_F16 || p.vt != ST_TYPE_F16 || p.hd != p.dv || (p.hd != 64 && p.hd != 128)) return ST_OK;
+    if (p.n_head / p.n_kv > ST_DC_MAXG || p.n * p.n_kv > 65535) return ST_OK;
+    if (((uintptr_t)p.k | (uintptr_t)p.v) % 16 || p.k_nb1 % 16 || p.k_nb2 % 16 || p.v_nb1 % 16 || p.v_nb2 % 16)
+        return ST_OK;
+    return p.hd == 128 ? st_dc_launch<128>(s, p, ran) : st_dc_launch<64>(s, p, ran);
 }
