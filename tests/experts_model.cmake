@@ -41,3 +41,12 @@ if(TARGET strata AND TARGET strata-sim AND TARGET strata-cpu-avx2 AND NOT CMAKE_
   add_test(NAME experts.plan_load COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_plan_load.sh $<TARGET_FILE:strata>)
   set_tests_properties(experts.plan_load PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# the engine's per-request expert statistics and the model's trace windows (cap restart included)
+if(TARGET st_engine AND TARGET st_model AND TARGET strata-sim AND TARGET strata-cpu-avx2)
+  add_executable(test_request_stats ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_request_stats.c)
+  target_link_libraries(test_request_stats PRIVATE st_engine st_model st_backend m)
+  add_dependencies(test_request_stats strata-sim strata-cpu-avx2)
+  add_test(NAME experts.request_stats COMMAND test_request_stats $<TARGET_FILE:strata-sim> $<TARGET_FILE:strata-cpu-avx2>)
+  set_tests_properties(experts.request_stats PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "STRATA_LOG=error;STRATA_SIM=devices=1,mem=256MiB")
+endif()

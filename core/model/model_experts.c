@@ -98,7 +98,8 @@ struct st_model_hx {
     uint64_t accesses;      /* (token, expert) lookups routed since load; never reset */
     uint64_t tr_base;       /* absolute position of the first recorded access */
     int tr_full;            /* the cap was reached: recording stopped until a trim or reset */
-    int tr_cut;             /* the record no longer starts at the last reset (trimmed or a gap) */
+    int tr_cut;             /* a sliding window (trimmed, or restarted after a gap): the record no
+                               longer starts at the last reset; at the cap it starts again */
 };
 
 static uint64_t slice_bytes(const st_gguf_tensor *t) { return st_row_size(t->type, t->ne[0]) * (uint64_t)t->ne[1]; }
@@ -430,8 +431,14 @@ static int trace_add(st_model_hx *h, int32_t layer, const int32_t *ids, int64_t 
         h->tr_cut = 1;
     }
     if (h->tr_n + n > ST_TRACE_MAX) {
-        h->tr_full = 1;
-        return 0;
+        if (!h->tr_cut) { /* since a reset: the first accesses are kept, the rest not recorded */
+            h->tr_full = 1;
+            return 0;
+        }
+        /* a sliding window (trimmed): the windows still open lack their start either way, so
+         * recording starts again here for the ones that open from now on */
+        h->tr_base = h->accesses;
+        h->tr_n = 0;
     }
     if (h->tr_n + n > h->tr_cap) {
         int64_t cap = h->tr_cap ? h->tr_cap : 4096;
@@ -788,7 +795,9 @@ uint64_t st_model_expert_trace_pos(const st_model *m) { return m->hx ? m->hx->ac
 
 void st_model_expert_trace_trim(st_model *m, uint64_t pos) {
     st_model_hx *h = m->hx;
-    if (!h || pos <= h->tr_base) return;
+    if (!h) return;
+    h->tr_cut = 1; /* a sliding window from now on */
+    if (pos <= h->tr_base) return;
     if (h->tr_full || pos >= h->tr_base + (uint64_t)h->tr_n) {
         /* nothing recorded is needed any more (or the record stopped at the cap, so every window
          * still open has a gap): record again from here */
@@ -803,7 +812,6 @@ void st_model_expert_trace_trim(st_model *m, uint64_t pos) {
         h->tr_n = keep;
         h->tr_base = pos;
     }
-    h->tr_cut = 1;
 }
 
 int st_model_expert_belady_window(const st_model *m, uint64_t from, uint64_t to, const int32_t *resident,
