@@ -1,5 +1,5 @@
 /* Entry points of the fast decode GEMV (k_gemv.cu), called by the MATMUL and MOE_MATMUL
- * launchers before their generic kernels. Each returns false (launching nothing) when the
+ * launchers before their generic kernels, and by the fused MoE ops (k_fused.cu). Each returns false (launching nothing) when the
  * call's format, shape or alignment is not covered; otherwise it launches and returns true
  * with the launch status in *st. The quantized formats use the stream workspace for q8
  * activations. */
@@ -15,5 +15,10 @@
 
 bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st);
 bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st);
+/* MOE_GATE_UP with at most ST_GV_MOE_MAX_ASSIGN assignments: both weights in one pass. */
+bool st_moe_gateup_gemv_fast(st_stream *s, const st_moe_gate_up_args *a, st_status *st);
+/* MOE_DOWN with at most ST_GV_MOE_MAX_ASSIGN choices in all: one block row per token sums its
+ * choices in a fixed order. */
+bool st_moe_down_gemv_fast(st_stream *s, const st_moe_down_args *a, st_status *st);
 
 #endif

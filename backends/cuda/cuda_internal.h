@@ -17,8 +17,11 @@ extern "C" {
 #include "common/module_util.h" /* C header without its own extern "C" guard */
 
 #define ST_CUDA_MAX_DEVICES 64
-/* Per-stream device workspace for split attention partials (allocated at stream_create). */
+/* Per-stream device allocation made at stream_create: the workspace (split attention partials,
+ * q8 activations, the expert sort) and, in its last ST_CUDA_IDENT_N int32, the table
+ * 0, 1, 2, ... that ops use as an identity row map. */
 #define ST_CUDA_WORKSPACE_BYTES (4u << 20)
+#define ST_CUDA_IDENT_N 16384u
 
 /* One tracked allocation (device buffer or pinned host buffer). */
 typedef struct st_cuda_alloc {
@@ -52,8 +55,9 @@ struct st_device {
 struct st_stream {
     st_device *dev;
     cudaStream_t s;
-    void *ws;              /* device workspace, ST_CUDA_WORKSPACE_BYTES */
+    void *ws;              /* device workspace of ws_bytes (the allocation less the identity table) */
     uint64_t ws_bytes;
+    const int32_t *ident;  /* [ST_CUDA_IDENT_N] identity table, inside the same allocation */
     const char *last_op;   /* name of the last op launched, for async error reports */
     /* 8-bit activations left in ws by the decode GEMV, reusable by the next GEMV on the same
      * rows (q, k, v projections; router, expert gate and up) while nothing else ran on the
@@ -121,6 +125,9 @@ st_status st_cuda_convert(st_stream *s, const st_binary_args *a);
 st_status st_cuda_mul_rows(st_stream *s, const st_binary_args *a);
 st_status st_cuda_argmax(st_stream *s, const st_topk_args *a);
 st_status st_cuda_topk(st_stream *s, const st_topk_args *a);
+st_status st_cuda_attn_prep(st_stream *s, const st_attn_prep_args *a);
+st_status st_cuda_moe_gate_up(st_stream *s, const st_moe_gate_up_args *a);
+st_status st_cuda_moe_down(st_stream *s, const st_moe_down_args *a);
 
 #ifdef __cplusplus
 }

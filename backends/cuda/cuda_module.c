@@ -404,7 +404,22 @@ static st_status stream_create(st_device *d, st_stream **out) {
             st = st_mod_fail(ST_OOM, "cudaMalloc 4.0 MiB (stream workspace) on %s: %s", d->name,
                              cudaGetErrorString(e));
         }
-        s->ws_bytes = ST_CUDA_WORKSPACE_BYTES;
+        s->ws_bytes = ST_CUDA_WORKSPACE_BYTES - ST_CUDA_IDENT_N * sizeof(int32_t);
+        s->ident = (const int32_t *)((char *)s->ws + s->ws_bytes);
+    }
+    if (st == ST_OK) { /* the identity table, once */
+        int32_t *h = malloc(ST_CUDA_IDENT_N * sizeof *h);
+        cudaError_t e = cudaErrorMemoryAllocation;
+        for (uint32_t i = 0; h && i < ST_CUDA_IDENT_N; i++) h[i] = (int32_t)i;
+        if (h) e = cudaMemcpy((void *)s->ident, h, ST_CUDA_IDENT_N * sizeof *h, cudaMemcpyHostToDevice);
+        free(h);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            cudaFree(s->ws);
+            cudaStreamDestroy(s->s);
+            st = st_mod_fail(ST_INTERNAL, "cuda stream_create: writing the identity table on %s: %s", d->name,
+                             cudaGetErrorString(e));
+        }
     }
     if (st != ST_OK) {
         free(s);
@@ -617,6 +632,9 @@ static const st_backend_ops g_ops = {
     .mul_rows = st_cuda_mul_rows,
     .argmax = st_cuda_argmax,
     .topk = st_cuda_topk,
+    .attn_prep = st_cuda_attn_prep,
+    .moe_gate_up = st_cuda_moe_gate_up,
+    .moe_down = st_cuda_moe_down,
 };
 
 static const st_backend_api g_api = {

@@ -342,9 +342,9 @@ int st_cuda_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     pthread_mutex_unlock(&g_probe_mu);
     if (!usable) return 0;
     switch (op) {
-    case ST_OP_GET_ROWS: case ST_OP_MATMUL: case ST_OP_MOE_MATMUL:
+    case ST_OP_GET_ROWS: case ST_OP_MATMUL: case ST_OP_MOE_MATMUL: case ST_OP_MOE_GATE_UP: case ST_OP_MOE_DOWN:
         return is_weight_type(wtype);
-    case ST_OP_KV_WRITE: case ST_OP_ATTENTION: /* activation type or cache type */
+    case ST_OP_KV_WRITE: case ST_OP_ATTENTION: case ST_OP_ATTN_PREP: /* activation type or cache type */
         return is_act_type(wtype) || wtype == ST_TYPE_Q8_0;
     case ST_OP_ROUTER: case ST_OP_ARGMAX: case ST_OP_TOPK:
         return wtype == ST_TYPE_F32;

@@ -288,8 +288,16 @@ __global__ void k_q8_act(st_view x, int64_t K, int8_t *q, float *d) {
 }
 
 /* ---- the kernel --------------------------------------------------------------------------- */
+/* What one launch computes. DENSE: out[c][m] = W[m] . x[c] for NC activation rows. MOE: row
+ * a = blockIdx.y of MOE_MATMUL. GATE_UP: row a of MOE_GATE_UP, two weights (W, W2) dotted
+ * with the same activations, out = silu(gate) * up. DOWN: token t = blockIdx.y of MOE_DOWN,
+ * out[t][m] = sum_j wt[j] W_j[m] . x[t k + j]; the (choice, unit) pairs of a row are spread
+ * over the row's threads, so every lane works even when a row has few units. */
+enum { ST_GV_DENSE = 0, ST_GV_MOE = 1, ST_GV_GATE_UP = 2, ST_GV_DOWN = 3 };
+#define ST_GV_MAX_K 16 /* choices per token the DOWN kernel takes */
+
 struct st_gv_params {
-    const uint8_t *W;
+    const uint8_t *W, *W2;
     int64_t w_nb1, w_nb2, M;
     int units, tpr, n;      /* units per row, threads per row group, activation rows (dense) */
     const int8_t *xq;       /* q8 activations [n_x][K] (quantized formats) */
@@ -297,48 +305,99 @@ struct st_gv_params {
     int64_t K;
     st_view x;              /* F32 activations (plain formats) */
     st_view out;
-    /* MOE: assignment a = blockIdx.y */
+    /* MOE / GATE_UP: assignment a = blockIdx.y */
     const int32_t *slot_table, *expert, *x_row;
     const float *scale;
     int64_t n_x;            /* rows of x */
+    /* DOWN: k choices of token t = blockIdx.y, expert ids and weights [n][k] */
+    int k, accumulate;
+    const int32_t *ids;
+    const float *wts;
 };
 
-template <int T, int NC, bool MOE>
+template <int T, int NC, int MODE>
 __global__ void __launch_bounds__(ST_GV_THREADS) k_gv(st_gv_params p) {
     typedef st_gvf<T> F;
-    __shared__ float red[ST_GV_THREADS / ST_WARP][ST_GV_ROWS * NC];
+    constexpr int NW = MODE == ST_GV_GATE_UP ? 2 : 1; /* weights per row */
+    constexpr int NR = ST_GV_ROWS * NC * NW;           /* sums per thread */
+    __shared__ float red[ST_GV_THREADS / ST_WARP][NR];
+    __shared__ const uint8_t *dw[ST_GV_MAX_K];         /* DOWN: slot base of each choice (NULL: skipped) */
+    __shared__ float dwt[ST_GV_MAX_K];
     const int tpr = p.tpr, t = threadIdx.x % tpr, g = threadIdx.x / tpr, G = ST_GV_THREADS / tpr;
     const int64_t m0 = ((int64_t)blockIdx.x * G + g) * ST_GV_ROWS;
-    const uint8_t *W = p.W;
+    const uint8_t *W = p.W, *W2 = p.W2;
     int xr[NC];
     int a = 0;
-    if (MOE) {
+    if (MODE == ST_GV_MOE || MODE == ST_GV_GATE_UP) {
         a = blockIdx.y;
         const int32_t e = p.expert[a];
         const int32_t slot = e >= 0 ? p.slot_table[e] : -1;
         const int32_t row = p.x_row[a];
         if (slot < 0 || row < 0 || row >= p.n_x) return; /* whole block: uniform */
         W += (int64_t)slot * p.w_nb2;
+        if (MODE == ST_GV_GATE_UP) W2 += (int64_t)slot * p.w_nb2;
         xr[0] = row;
+    } else if (MODE == ST_GV_DOWN) {
+        a = blockIdx.y;
+        if (threadIdx.x < p.k) {
+            const int32_t e = p.ids[a * p.k + threadIdx.x];
+            const int32_t slot = e >= 0 ? p.slot_table[e] : -1;
+            dw[threadIdx.x] = slot >= 0 ? W + (int64_t)slot * p.w_nb2 : NULL;
+            dwt[threadIdx.x] = p.wts[a * p.k + threadIdx.x];
+        }
+        __syncthreads();
+        xr[0] = 0;
     } else {
 #pragma unroll
         for (int c = 0; c < NC; c++) xr[c] = c;
     }
-    const int nc = MOE ? 1 : (NC == 1 ? 1 : p.n);
-    const uint8_t *wr[ST_GV_ROWS];
+    const int nc = MODE != ST_GV_DENSE ? 1 : (NC == 1 ? 1 : p.n);
+    float acc[NW][ST_GV_ROWS][NC];
 #pragma unroll
-    for (int r = 0; r < ST_GV_ROWS; r++) wr[r] = W + (m0 + r < p.M ? m0 + r : p.M - 1) * p.w_nb1;
-    float acc[ST_GV_ROWS][NC];
+    for (int w = 0; w < NW; w++)
 #pragma unroll
-    for (int r = 0; r < ST_GV_ROWS; r++)
+        for (int r = 0; r < ST_GV_ROWS; r++)
 #pragma unroll
-        for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
-    if (m0 < p.M) {
+            for (int c = 0; c < NC; c++) acc[w][r][c] = 0.0f;
+    if (MODE == ST_GV_DOWN) {
+        if (m0 < p.M) {
+            const int total = p.k * p.units;
+#pragma unroll 2
+            for (int idx = t; idx < total; idx += tpr) {
+                const int j = idx / p.units, u = idx - j * p.units;
+                const uint8_t *Wj = dw[j];
+                if (!Wj) continue;
+                typename F::wt w[ST_GV_ROWS];
+#pragma unroll
+                for (int r = 0; r < ST_GV_ROWS; r++)
+                    F::load(Wj + (m0 + r < p.M ? m0 + r : p.M - 1) * p.w_nb1, u, w[r]);
+                typename F::xt xv;
+                const int64_t qr = (int64_t)a * p.k + j;
+                if constexpr (F::qa) {
+                    st_q8row q8{p.xq + qr * p.K, p.xd + qr * (p.K / 32)};
+                    F::loadx(q8, u, xv);
+                } else {
+                    F::loadx((const float *)st_row(p.x, qr), u, xv);
+                }
+#pragma unroll
+                for (int r = 0; r < ST_GV_ROWS; r++) acc[0][r][0] += dwt[j] * F::dot(w[r], xv, u);
+            }
+        }
+    } else if (m0 < p.M) {
+        const uint8_t *wr[NW][ST_GV_ROWS];
+#pragma unroll
+        for (int r = 0; r < ST_GV_ROWS; r++) {
+            const int64_t mr = m0 + r < p.M ? m0 + r : p.M - 1;
+            wr[0][r] = W + mr * p.w_nb1;
+            if (NW == 2) wr[NW - 1][r] = W2 + mr * p.w_nb1;
+        }
 #pragma unroll 2
         for (int u = t; u < p.units; u += tpr) {
-            typename F::wt w[ST_GV_ROWS];
+            typename F::wt w[NW][ST_GV_ROWS];
 #pragma unroll
-            for (int r = 0; r < ST_GV_ROWS; r++) F::load(wr[r], u, w[r]);
+            for (int q = 0; q < NW; q++)
+#pragma unroll
+                for (int r = 0; r < ST_GV_ROWS; r++) F::load(wr[q][r], u, w[q][r]);
 #pragma unroll
             for (int c = 0; c < NC; c++) {
                 if (c < nc) {
@@ -347,53 +406,70 @@ __global__ void __launch_bounds__(ST_GV_THREADS) k_gv(st_gv_params p) {
                         const int64_t qr = (int64_t)xr[c];
                         st_q8row q8{p.xq + qr * p.K, p.xd + qr * (p.K / 32)};
                         F::loadx(q8, u, xv);
-#pragma unroll
-                        for (int r = 0; r < ST_GV_ROWS; r++) acc[r][c] += F::dot(w[r], xv, u);
                     } else {
                         F::loadx((const float *)st_row(p.x, xr[c]), u, xv);
-#pragma unroll
-                        for (int r = 0; r < ST_GV_ROWS; r++) acc[r][c] += F::dot(w[r], xv, u);
                     }
+#pragma unroll
+                    for (int q = 0; q < NW; q++)
+#pragma unroll
+                        for (int r = 0; r < ST_GV_ROWS; r++) acc[q][r][c] += F::dot(w[q][r], xv, u);
                 }
             }
         }
     }
     const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
 #pragma unroll
-    for (int r = 0; r < ST_GV_ROWS; r++)
+    for (int q = 0; q < NW; q++)
 #pragma unroll
-        for (int c = 0; c < NC; c++) acc[r][c] = st_warp_sum(acc[r][c]);
+        for (int r = 0; r < ST_GV_ROWS; r++)
+#pragma unroll
+            for (int c = 0; c < NC; c++) acc[q][r][c] = st_warp_sum(acc[q][r][c]);
     if (tpr > ST_WARP) {
         if (lane == 0) {
 #pragma unroll
-            for (int r = 0; r < ST_GV_ROWS; r++)
+            for (int q = 0; q < NW; q++)
 #pragma unroll
-                for (int c = 0; c < NC; c++) red[warp][r * NC + c] = acc[r][c];
+                for (int r = 0; r < ST_GV_ROWS; r++)
+#pragma unroll
+                    for (int c = 0; c < NC; c++) red[warp][(q * ST_GV_ROWS + r) * NC + c] = acc[q][r][c];
         }
         __syncthreads();
     }
-    /* the first warp of each group writes; lane i writes entry i = r*NC + c */
+    /* the first warp of each group writes; lane i writes (row, column) entry i = r*NC + c */
     if (t >= ST_WARP) return;
     const int i = lane;
     if (i >= ST_GV_ROWS * NC) return;
     const int r = i / NC, c = i % NC;
     if (c >= nc || m0 + r >= p.M) return;
-    float v = 0.0f;
-    if (tpr > ST_WARP) {
-        const int w0 = g * (tpr / ST_WARP);
-        for (int k = 0; k < tpr / ST_WARP; k++) v += red[w0 + k][i];
-    } else {
-        /* lane 0 holds every sum after the shuffles; fetch entry i from it */
+    float v[NW];
 #pragma unroll
-        for (int rr = 0; rr < ST_GV_ROWS; rr++)
+    for (int q = 0; q < NW; q++) {
+        const int e = (q * ST_GV_ROWS + r) * NC + c;
+        v[q] = 0.0f;
+        if (tpr > ST_WARP) {
+            const int w0 = g * (tpr / ST_WARP);
+            for (int k = 0; k < tpr / ST_WARP; k++) v[q] += red[w0 + k][e];
+        } else {
+            /* lane 0 holds every sum after the shuffles; fetch entry i from it */
 #pragma unroll
-            for (int cc = 0; cc < NC; cc++)
-                if (rr * NC + cc == i) v = acc[rr][cc];
+            for (int qq = 0; qq < NW; qq++)
+#pragma unroll
+                for (int rr = 0; rr < ST_GV_ROWS; rr++)
+#pragma unroll
+                    for (int cc = 0; cc < NC; cc++)
+                        if ((qq * ST_GV_ROWS + rr) * NC + cc == e) v[q] = acc[qq][rr][cc];
+        }
     }
-    if (MOE) {
-        st_st(st_row(p.out, a), p.out.type, m0 + r, p.scale ? v * p.scale[a] : v);
+    if (MODE == ST_GV_MOE) {
+        st_st(st_row(p.out, a), p.out.type, m0 + r, p.scale ? v[0] * p.scale[a] : v[0]);
+    } else if (MODE == ST_GV_GATE_UP) {
+        const float gt = v[0];
+        st_st(st_row(p.out, a), p.out.type, m0 + r, gt / (1.0f + expf(-gt)) * v[NW - 1]);
+    } else if (MODE == ST_GV_DOWN) {
+        char *o = st_row(p.out, a);
+        st_st(o, p.out.type, m0 + r, (p.accumulate ? st_ld(o, p.out.type, m0 + r) : 0.0f) + v[0]);
     } else {
-        st_st(st_row(p.out, c), p.out.type, m0 + r, v);
+        st_st(st_row(p.out, c), p.out.type, m0 + r, v[0]);
     }
 }
 
@@ -446,21 +522,26 @@ static void st_gv_keep(st_stream *s, const st_tensor &x, const st_tensor &out) {
     s->q8_keep = s->q8_valid && (o1 <= x0 || o0 >= x1);
 }
 
-template <int T> static void st_gv_launch(const st_gv_params &p, dim3 grid, cudaStream_t s, bool moe) {
-    if (moe) k_gv<T, 1, true><<<grid, ST_GV_THREADS, 0, s>>>(p);
-    else if (p.n == 1) k_gv<T, 1, false><<<grid, ST_GV_THREADS, 0, s>>>(p);
-    else k_gv<T, 8, false><<<grid, ST_GV_THREADS, 0, s>>>(p);
+template <int T> static void st_gv_launch(const st_gv_params &p, dim3 grid, cudaStream_t s, int mode) {
+    switch (mode) {
+    case ST_GV_MOE: k_gv<T, 1, ST_GV_MOE><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
+    case ST_GV_GATE_UP: k_gv<T, 1, ST_GV_GATE_UP><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
+    case ST_GV_DOWN: k_gv<T, 1, ST_GV_DOWN><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
+    default:
+        if (p.n == 1) k_gv<T, 1, ST_GV_DENSE><<<grid, ST_GV_THREADS, 0, s>>>(p);
+        else k_gv<T, 8, ST_GV_DENSE><<<grid, ST_GV_THREADS, 0, s>>>(p);
+    }
 }
 
-static void st_gv_dispatch(uint32_t t, const st_gv_params &p, dim3 grid, cudaStream_t s, bool moe) {
+static void st_gv_dispatch(uint32_t t, const st_gv_params &p, dim3 grid, cudaStream_t s, int mode) {
     switch (t) {
-    case ST_TYPE_Q4_0: st_gv_launch<ST_TYPE_Q4_0>(p, grid, s, moe); break;
-    case ST_TYPE_Q8_0: st_gv_launch<ST_TYPE_Q8_0>(p, grid, s, moe); break;
-    case ST_TYPE_Q4_K: st_gv_launch<ST_TYPE_Q4_K>(p, grid, s, moe); break;
-    case ST_TYPE_Q5_K: st_gv_launch<ST_TYPE_Q5_K>(p, grid, s, moe); break;
-    case ST_TYPE_Q6_K: st_gv_launch<ST_TYPE_Q6_K>(p, grid, s, moe); break;
-    case ST_TYPE_F16: st_gv_launch<ST_TYPE_F16>(p, grid, s, moe); break;
-    case ST_TYPE_BF16: st_gv_launch<ST_TYPE_BF16>(p, grid, s, moe); break;
+    case ST_TYPE_Q4_0: st_gv_launch<ST_TYPE_Q4_0>(p, grid, s, mode); break;
+    case ST_TYPE_Q8_0: st_gv_launch<ST_TYPE_Q8_0>(p, grid, s, mode); break;
+    case ST_TYPE_Q4_K: st_gv_launch<ST_TYPE_Q4_K>(p, grid, s, mode); break;
+    case ST_TYPE_Q5_K: st_gv_launch<ST_TYPE_Q5_K>(p, grid, s, mode); break;
+    case ST_TYPE_Q6_K: st_gv_launch<ST_TYPE_Q6_K>(p, grid, s, mode); break;
+    case ST_TYPE_F16: st_gv_launch<ST_TYPE_F16>(p, grid, s, mode); break;
+    case ST_TYPE_BF16: st_gv_launch<ST_TYPE_BF16>(p, grid, s, mode); break;
     default: break;
     }
 }
@@ -474,71 +555,89 @@ static bool st_gv_env_off(void) {
     return off != 0;
 }
 
-bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st) {
-    const uint32_t t = a->w.type;
-    const int64_t K = a->w.ne[0], M = a->w.ne[1], n = st_nrows(a->x);
-    if (st_gv_env_off() || !st_gv_format(t) || n < 1 || n > 8 || K % st_gv_epu(t) || K / st_gv_epu(t) > 0x7fffffff)
-        return false;
-    if (!st_gv_aligned(t, (uintptr_t)a->w.data, a->w.nb[1], 0)) return false;
-    st_gv_params p;
+/* The part every entry shares: format, shape and alignment checks, the weight and activation
+ * fields of p (slot stride nb2, 0 for a plain matrix) and the q8 activations of n_x rows of x.
+ * False when the fast path does not take the call (nothing launched then). */
+static bool st_gv_prepare(st_stream *s, const st_tensor &w, int64_t nb2, const st_tensor &x, int64_t n_x,
+                          const st_tensor &out, st_gv_params &p) {
+    const uint32_t t = w.type;
+    const int64_t K = w.ne[0];
+    if (st_gv_env_off() || !st_gv_format(t) || K % st_gv_epu(t) || K / st_gv_epu(t) > 0x7fffffff) return false;
+    if (!st_gv_aligned(t, (uintptr_t)w.data, w.nb[1], nb2)) return false;
     memset(&p, 0, sizeof p);
-    p.W = (const uint8_t *)a->w.data;
-    p.w_nb1 = a->w.nb[1];
-    p.M = M;
-    p.K = K;
-    p.units = (int)(K / st_gv_epu(t));
-    p.tpr = st_gv_tpr(p.units);
-    p.n = (int)n;
-    p.x = st_view_of(a->x);
-    p.out = st_view_of(a->out);
-    if (st_gv_quantized(t)) {
-        if (!st_gv_quantize(s, a->x, n, K, p)) return false;
-    } else if (a->x.type != ST_TYPE_F32 || a->x.nb[1] % 16 || (uintptr_t)a->x.data % 16 ||
-               (a->x.ne[2] * a->x.ne[3] > 1 && (a->x.nb[2] % 16 || a->x.nb[3] % 16))) {
-        return false;
-    }
-    const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
-    dim3 grid(st_blocks(M, (int)rows_per_block));
-    st_gv_dispatch(t, p, grid, s->s, false);
-    if (st_gv_quantized(t)) st_gv_keep(s, a->x, a->out);
-    *st = st_cuda_launched(s, "matmul");
-    return true;
-}
-
-bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st) {
-    const uint32_t t = a->w.type;
-    const int64_t K = a->w.ne[0], M = a->w.ne[1], n_x = st_nrows(a->x);
-    if (st_gv_env_off() || !st_gv_format(t) || a->n_assign > ST_GV_MOE_MAX_ASSIGN || K % st_gv_epu(t) ||
-        K / st_gv_epu(t) > 0x7fffffff)
-        return false;
-    if (!st_gv_aligned(t, (uintptr_t)a->w.data, a->w.nb[1], a->w.nb[2])) return false;
-    st_gv_params p;
-    memset(&p, 0, sizeof p);
-    p.W = (const uint8_t *)a->w.data;
-    p.w_nb1 = a->w.nb[1];
-    p.w_nb2 = a->w.nb[2];
-    p.M = M;
+    p.W = (const uint8_t *)w.data;
+    p.w_nb1 = w.nb[1];
+    p.w_nb2 = nb2;
+    p.M = w.ne[1];
     p.K = K;
     p.units = (int)(K / st_gv_epu(t));
     p.tpr = st_gv_tpr(p.units);
     p.n = 1;
-    p.x = st_view_of(a->x);
-    p.out = st_view_of(a->out);
+    p.x = st_view_of(x);
+    p.out = st_view_of(out);
+    p.n_x = n_x;
+    if (st_gv_quantized(t)) return st_gv_quantize(s, x, n_x, K, p);
+    return x.type == ST_TYPE_F32 && x.nb[1] % 16 == 0 && (uintptr_t)x.data % 16 == 0 &&
+           (x.ne[2] * x.ne[3] == 1 || (x.nb[2] % 16 == 0 && x.nb[3] % 16 == 0));
+}
+
+/* Launches mode over `cols` block columns of M rows; keeps the q8 rows of x unless out overlaps. */
+static st_status st_gv_run(st_stream *s, uint32_t t, st_gv_params &p, unsigned cols, int mode, const st_tensor &x,
+                           const st_tensor &out, const char *op) {
+    const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
+    dim3 grid(st_blocks(p.M, (int)rows_per_block), cols);
+    st_gv_dispatch(t, p, grid, s->s, mode);
+    if (st_gv_quantized(t)) st_gv_keep(s, x, out);
+    return st_cuda_launched(s, op);
+}
+
+bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st) {
+    const int64_t n = st_nrows(a->x);
+    st_gv_params p;
+    if (n < 1 || n > 8 || !st_gv_prepare(s, a->w, 0, a->x, n, a->out, p)) return false;
+    p.n = (int)n;
+    *st = st_gv_run(s, a->w.type, p, 1, ST_GV_DENSE, a->x, a->out, "matmul");
+    return true;
+}
+
+bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st) {
+    st_gv_params p;
+    if (a->n_assign > ST_GV_MOE_MAX_ASSIGN || !st_gv_prepare(s, a->w, a->w.nb[2], a->x, st_nrows(a->x), a->out, p))
+        return false;
     p.slot_table = a->slot_table;
     p.expert = a->expert;
     p.x_row = a->x_row;
     p.scale = a->scale;
-    p.n_x = n_x;
-    if (st_gv_quantized(t)) {
-        if (!st_gv_quantize(s, a->x, n_x, K, p)) return false;
-    } else if (a->x.type != ST_TYPE_F32 || a->x.nb[1] % 16 || (uintptr_t)a->x.data % 16 ||
-               (a->x.ne[2] * a->x.ne[3] > 1 && (a->x.nb[2] % 16 || a->x.nb[3] % 16))) {
+    *st = st_gv_run(s, a->w.type, p, (unsigned)a->n_assign, ST_GV_MOE, a->x, a->out, "moe_matmul");
+    return true;
+}
+
+bool st_moe_gateup_gemv_fast(st_stream *s, const st_moe_gate_up_args *a, st_status *st) {
+    const st_tensor &g = a->w_gate, &u = a->w_up;
+    if (a->n_assign > ST_GV_MOE_MAX_ASSIGN || u.nb[1] != g.nb[1] || u.nb[2] != g.nb[2] ||
+        !st_gv_aligned(u.type, (uintptr_t)u.data, u.nb[1], u.nb[2]))
         return false;
-    }
-    const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
-    dim3 grid(st_blocks(M, (int)rows_per_block), (unsigned)a->n_assign);
-    st_gv_dispatch(t, p, grid, s->s, true);
-    if (st_gv_quantized(t)) st_gv_keep(s, a->x, a->out);
-    *st = st_cuda_launched(s, "moe_matmul");
+    st_gv_params p;
+    if (!st_gv_prepare(s, g, g.nb[2], a->x, st_nrows(a->x), a->out, p)) return false;
+    p.W2 = (const uint8_t *)u.data;
+    p.slot_table = a->slot_table;
+    p.expert = a->expert;
+    p.x_row = a->x_row;
+    *st = st_gv_run(s, g.type, p, (unsigned)a->n_assign, ST_GV_GATE_UP, a->x, a->out, "moe_gate_up");
+    return true;
+}
+
+bool st_moe_down_gemv_fast(st_stream *s, const st_moe_down_args *a, st_status *st) {
+    const int64_t n = st_nrows(a->out), A = n * a->k;
+    st_gv_params p;
+    if (a->k > ST_GV_MAX_K || A > ST_GV_MOE_MAX_ASSIGN || !st_gv_prepare(s, a->w, a->w.nb[2], a->x, A, a->out, p))
+        return false;
+    p.tpr = st_gv_tpr(a->k * p.units); /* the row's threads share its (choice, unit) pairs */
+    p.k = a->k;
+    p.accumulate = a->accumulate;
+    p.ids = a->ids;
+    p.wts = a->weights;
+    p.slot_table = a->slot_table;
+    *st = st_gv_run(s, a->w.type, p, (unsigned)n, ST_GV_DOWN, a->x, a->out, "moe_down");
     return true;
 }

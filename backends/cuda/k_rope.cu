@@ -1,12 +1,11 @@
 /* ROPE (normal/NeoX, YaRN) and KV_WRITE into the paged F32/F16/Q8_0 cache. */
-#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_rope.cuh"
 
 struct st_rope_params {
     st_view x, out;      /* rows are (token, head) pairs: ne1 = n_head, ne2 = n */
     const int32_t *pos;
     int64_t n_head, hd, n;
-    int n_rot, neox;
-    float freq_base, freq_scale, ext_factor, attn_factor, corr_lo, corr_hi;
+    st_rope_freq f;
 };
 
 /* One thread per (token, head, pair); pairs past n_rot/2 copy the unrotated dims. */
@@ -19,27 +18,16 @@ __global__ void k_rope(st_rope_params p) {
         const int64_t t = row / p.n_head;
         const char *xr = st_row(p.x, row);
         char *orow = st_row(p.out, row);
-        if (i < p.n_rot / 2) {
-            const int64_t i0 = p.neox ? i : 2 * i, i1 = p.neox ? i + p.n_rot / 2 : 2 * i + 1;
+        if (i < p.f.n_rot / 2) {
+            const int64_t i0 = p.f.neox ? i : 2 * i, i1 = p.f.neox ? i + p.f.n_rot / 2 : 2 * i + 1;
             const float x0 = st_ld(xr, p.x.type, i0), x1 = st_ld(xr, p.x.type, i1);
-            /* angles in double: float angles lose ~pos * 1e-7 rad at long positions */
-            const double theta_extrap = (double)p.pos[t] * pow((double)p.freq_base, -2.0 * (double)i / (double)p.n_rot);
-            const double theta_interp = (double)p.freq_scale * theta_extrap;
-            double theta = theta_interp, mscale = p.attn_factor;
-            if (p.ext_factor != 0.0f) {
-                const double y = ((double)i - p.corr_lo) / fmax(0.001, (double)p.corr_hi - p.corr_lo);
-                const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * p.ext_factor;
-                theta = theta_interp * (1.0 - mix) + theta_extrap * mix;
-                mscale *= 1.0 + 0.1 * log(1.0 / (double)p.freq_scale);
-            }
-            double sd, cd;
-            sincos(theta, &sd, &cd);
-            const float c = (float)(cd * mscale), s = (float)(sd * mscale);
+            float c, s;
+            st_rope_cs(p.f, p.pos[t], i, &c, &s);
             st_st(orow, p.out.type, i0, x0 * c - x1 * s);
             st_st(orow, p.out.type, i1, x0 * s + x1 * c);
         } else {
             /* unrotated dims n_rot .. hd-1, two per thread */
-            const int64_t d0 = p.n_rot + 2 * (i - p.n_rot / 2);
+            const int64_t d0 = p.f.n_rot + 2 * (i - p.f.n_rot / 2);
             for (int64_t d = d0; d < d0 + 2 && d < p.hd; d++) st_st(orow, p.out.type, d, st_ld(xr, p.x.type, d));
         }
     }
@@ -50,43 +38,48 @@ static double corr_dim(int n_dims, int n_ctx_orig, double n_rot_b, double base) 
     return n_dims * log(n_ctx_orig / (n_rot_b * 2.0 * 3.14159265358979323846)) / (2.0 * log(base));
 }
 
+st_status st_rope_freq_of(const st_rope_args *a, int64_t hd, const char *op, st_rope_freq *f) {
+    if (a->mode != ST_ROPE_NORMAL && a->mode != ST_ROPE_NEOX)
+        return st_mod_fail(ST_INVALID, "cuda %s: rope mode %u", op, a->mode);
+    if (a->n_rot < 0 || a->n_rot > hd || (a->n_rot & 1))
+        return st_mod_fail(ST_INVALID, "cuda %s: n_rot %d with head_dim %lld", op, a->n_rot, (long long)hd);
+    if (!(a->freq_base > 0.0f) || !(a->freq_scale > 0.0f))
+        return st_mod_fail(ST_INVALID, "cuda %s: freq_base %g and freq_scale %g must be positive", op,
+                           (double)a->freq_base, (double)a->freq_scale);
+    f->n_rot = a->n_rot;
+    f->neox = a->mode == ST_ROPE_NEOX;
+    f->freq_base = a->freq_base;
+    f->freq_scale = a->freq_scale;
+    f->ext_factor = a->ext_factor;
+    f->attn_factor = a->attn_factor;
+    f->corr_lo = 0.0f;
+    f->corr_hi = 0.0f;
+    if (a->ext_factor != 0.0f) {
+        if (a->n_ctx_orig <= 0) return st_mod_fail(ST_INVALID, "cuda %s: YaRN needs n_ctx_orig > 0", op);
+        const double lo = floor(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_fast, a->freq_base));
+        const double hi = ceil(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_slow, a->freq_base));
+        f->corr_lo = (float)fmax(0.0, lo);
+        f->corr_hi = (float)fmin((double)(a->n_rot - 1), hi);
+    }
+    return ST_OK;
+}
+
 extern "C" st_status st_cuda_rope(st_stream *s, const st_rope_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda rope: NULL argument");
     ST_TRY(st_check_act(a->x, "rope", "x"));
     ST_TRY(st_check_act(a->out, "rope", "out"));
     if (!st_same_shape(a->x, a->out)) return st_mod_fail(ST_INVALID, "cuda rope: x and out shapes differ");
-    if (a->mode != ST_ROPE_NORMAL && a->mode != ST_ROPE_NEOX)
-        return st_mod_fail(ST_INVALID, "cuda rope: mode %u", a->mode);
     const int64_t hd = a->x.ne[0], nh = a->x.ne[1], n = a->x.ne[2] * a->x.ne[3];
-    if (a->n_rot < 0 || a->n_rot > hd || (a->n_rot & 1))
-        return st_mod_fail(ST_INVALID, "cuda rope: n_rot %d with head_dim %lld", a->n_rot, (long long)hd);
+    st_rope_params p;
+    ST_TRY(st_rope_freq_of(a, hd, "rope", &p.f));
     if (!hd || !nh || !n) return ST_OK;
     if (!a->pos) return st_mod_fail(ST_INVALID, "cuda rope: NULL positions");
-    st_rope_params p;
     p.x = st_view_of(a->x);
     p.out = st_view_of(a->out);
     p.pos = a->pos;
     p.n_head = nh;
     p.hd = hd;
     p.n = n;
-    p.n_rot = a->n_rot;
-    p.neox = a->mode == ST_ROPE_NEOX;
-    p.freq_base = a->freq_base;
-    p.freq_scale = a->freq_scale;
-    p.ext_factor = a->ext_factor;
-    p.attn_factor = a->attn_factor;
-    p.corr_lo = 0.0f;
-    p.corr_hi = 0.0f;
-    if (!(a->freq_base > 0.0f) || !(a->freq_scale > 0.0f))
-        return st_mod_fail(ST_INVALID, "cuda rope: freq_base %g and freq_scale %g must be positive",
-                           (double)a->freq_base, (double)a->freq_scale);
-    if (a->ext_factor != 0.0f) {
-        if (a->n_ctx_orig <= 0) return st_mod_fail(ST_INVALID, "cuda rope: YaRN needs n_ctx_orig > 0");
-        const double lo = floor(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_fast, a->freq_base));
-        const double hi = ceil(corr_dim(a->n_rot, a->n_ctx_orig, a->beta_slow, a->freq_base));
-        p.corr_lo = (float)fmax(0.0, lo);
-        p.corr_hi = (float)fmin((double)(a->n_rot - 1), hi);
-    }
     ST_TRY(st_cuda_use(s->dev));
     const int64_t total = n * nh * ((hd + 1) / 2);
     int64_t blocks = (total + 255) / 256;
