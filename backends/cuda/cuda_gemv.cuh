@@ -13,6 +13,13 @@
 /* Most assignments the MOE_MATMUL fast path takes (one block row per assignment). */
 #define ST_GV_MOE_MAX_ASSIGN 64
 
+/* Where the q8 activations of n_x rows of K live in the stream workspace (q [n_x][K] int8, d
+ * [n_x][K/32] scales, d = max|x|/127 per block of 32, q = round(x/d)); false when they do not fit. */
+bool st_q8_layout(st_stream *s, int64_t n_x, int64_t K, int8_t **q, float **d);
+/* Records that the workspace holds the q8 form of x's first n_x rows, so the next GEMV on the
+ * stream reuses it; the producing op must also set s->q8_keep before its launch check. */
+void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K);
+
 bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st);
 bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st);
 /* MOE_GATE_UP with at most ST_GV_MOE_MAX_ASSIGN assignments: both weights in one pass. */

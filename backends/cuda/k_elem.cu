@@ -2,7 +2,7 @@
  * MUL_ROWS, SWIGLU. Tensors are strided views of up to 4 dims with a contiguous dim 0;
  * outputs may alias inputs where the header allows it (each element is read before it is
  * written by the same thread). */
-#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_gemv.cuh"
 
 #define ST_EW_THREADS 256
 
@@ -147,7 +147,7 @@ __global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int
  * barrier inside the block sum). */
 template <int V>
 __global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
-                               st_view out, int64_t K, float eps) {
+                               st_view out, int64_t K, float eps, int8_t *q8, float *d8) {
     __shared__ float red[32];
     const int64_t r = blockIdx.x;
     const float4 *xr = (const float4 *)st_row(x, r);
@@ -182,6 +182,23 @@ __global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum,
             y.x *= g.x; y.y *= g.y; y.z *= g.z; y.w *= g.w;
         }
         orow[e] = y;
+        if (q8) { /* the 8-bit form the next GEMV reads: a block of 32 = 8 neighbouring lanes */
+            /* K % 32 == 0: lanes past K4 drop out in whole groups of 8 */
+            float amax = fmaxf(fmaxf(fabsf(y.x), fabsf(y.y)), fmaxf(fabsf(y.z), fabsf(y.w)));
+#pragma unroll
+            for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(__activemask(), amax, o));
+            const float dd = amax / 127.0f;
+            const float yv[4] = {y.x, y.y, y.z, y.w};
+            uint32_t packed = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int qi = amax > 0.0f ? __float2int_rn(yv[i] / dd) : 0;
+                qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
+                packed |= (uint32_t)(uint8_t)(int8_t)qi << (8 * i);
+            }
+            ((uint32_t *)(q8 + r * K))[e] = packed;
+            if ((threadIdx.x & 7) == 0) d8[r * (K / 32) + e / 8] = dd;
+        }
     }
 }
 
@@ -219,9 +236,18 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
         const st_view xv = st_view_of(a->x), rv = st_view_of(has_res ? a->residual : a->x),
                       sv = st_view_of(has_sum ? a->sum_out : a->x), ov = st_view_of(a->out);
         const float *w = (const float *)a->weight.data;
-        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
-        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
-        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps);
+        /* decode rows: also leave the 8-bit form of out for the GEMV that reads it next */
+        int8_t *q8 = NULL;
+        float *d8 = NULL;
+        const bool q8_out = rows <= 8 && K % 32 == 0 && st_q8_layout(s, rows, K, &q8, &d8);
+        if (!q8_out) q8 = NULL, d8 = NULL;
+        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
+        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
+        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
+        if (q8_out) {
+            st_q8_mark(s, a->out, rows, K);
+            s->q8_keep = 1;
+        }
         return st_cuda_launched(s, "rms_norm");
     }
     size_t smem = (size_t)K * sizeof(float);

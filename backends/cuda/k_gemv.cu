@@ -493,24 +493,39 @@ static int st_gv_tpr(int units) { return units <= 32 ? 32 : units <= 64 ? 64 : 1
 /* Quantize the n_x rows of x into the stream workspace, or reuse what the previous GEMV on
  * this stream left there for the same rows (see st_stream.q8_valid); false when they do not
  * fit. */
-static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, st_gv_params &p) {
+bool st_q8_layout(st_stream *s, int64_t n_x, int64_t K, int8_t **q, float **d) {
     const uint64_t qbytes = ((uint64_t)(n_x * K) + 255) & ~(uint64_t)255;
     const uint64_t need = qbytes + (uint64_t)(n_x * (K / 32)) * sizeof(float);
     if (need > s->ws_bytes || n_x > 65535) return false;
-    p.xq = (const int8_t *)s->ws;
-    p.xd = (const float *)((char *)s->ws + qbytes);
-    p.n_x = n_x;
-    if (s->q8_valid && s->q8_src == x.data && s->q8_type == x.type && s->q8_nb1 == x.nb[1] && s->q8_rows == n_x &&
-        s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
-        return true;
-    dim3 grid(st_blocks(K / 32, 8), (unsigned)n_x);
-    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, (int8_t *)p.xq, (float *)p.xd);
+    *q = (int8_t *)s->ws;
+    *d = (float *)((char *)s->ws + qbytes);
+    return true;
+}
+
+void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K) {
     s->q8_src = x.data;
     s->q8_type = x.type;
     s->q8_nb1 = x.nb[1];
     s->q8_rows = n_x;
     s->q8_K = K;
     s->q8_valid = n_x == 1 || x.ne[2] * x.ne[3] == 1;
+}
+
+/* Quantize the n_x rows of x into the stream workspace, or reuse what the previous op on this
+ * stream left there for the same rows (see st_stream.q8_valid); false when they do not fit. */
+static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, st_gv_params &p) {
+    int8_t *q;
+    float *d;
+    if (!st_q8_layout(s, n_x, K, &q, &d)) return false;
+    p.xq = q;
+    p.xd = d;
+    p.n_x = n_x;
+    if (s->q8_valid && s->q8_src == x.data && s->q8_type == x.type && s->q8_nb1 == x.nb[1] && s->q8_rows == n_x &&
+        s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
+        return true;
+    dim3 grid(st_blocks(K / 32, 8), (unsigned)n_x);
+    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, q, d);
+    st_q8_mark(s, x, n_x, K);
     return true;
 }
 
