@@ -645,9 +645,12 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
 #endif
 }
 
-/* Launch state per device and head dim: the cluster size that fits (16 non-portable, else 8),
- * 0 before the first try, -1 when clusters cannot run this kernel. */
-static int st_dc_cs[ST_CUDA_MAX_DEVICES][2];
+/* Launch state per device and head dim: how many clusters of 16 (non-portable) and of 8
+ * blocks can be resident at once, found on the first call; off after a failed launch. */
+struct st_dc_state {
+    int tried, off, max16, max8;
+};
+static st_dc_state st_dc_states[ST_CUDA_MAX_DEVICES][2];
 
 template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, const st_att_params &p,
                                                                  cudaLaunchAttribute *at) {
@@ -665,43 +668,51 @@ template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, c
     return cfg;
 }
 
-/* Whether clusters of CS blocks of k_attention_dec<HD, CS> can be resident on the device. */
-template <int HD, int CS> static bool st_dc_fits(st_stream *s, const st_att_params &p) {
+/* How many clusters of CS blocks of k_attention_dec<HD, CS> the device holds at once (0: none). */
+template <int HD, int CS> static int st_dc_fits(st_stream *s, const st_att_params &p) {
     if (CS > 8 && cudaFuncSetAttribute(k_attention_dec<HD, CS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
                       cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        return 0;
     }
     cudaLaunchAttribute at[1];
     const cudaLaunchConfig_t cfg = st_dc_config<HD, CS>(s, p, at);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, k_attention_dec<HD, CS>, &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        return 0;
     }
-    return n >= 1;
+    return n;
 }
 
+/* Clusters of 16 when all of them are resident at once (fewer positions per block), else 8;
+ * STRATA_CUDA_ATT_CLUSTER=8 or 16 forces one size. */
 template <int HD> static st_status st_dc_launch(st_stream *s, const st_att_params &p, bool *ran) {
-    int *cs = &st_dc_cs[s->dev->index % ST_CUDA_MAX_DEVICES][HD == 128];
-    if (*cs == 0) {
-        const char *e = getenv("STRATA_CUDA_ATT_CLUSTER");
-        const bool only8 = e && atoi(e) == 8;
-        *cs = !only8 && st_dc_fits<HD, 16>(s, p) ? 16 : st_dc_fits<HD, 8>(s, p) ? 8 : -1;
+    st_dc_state *st = &st_dc_states[s->dev->index % ST_CUDA_MAX_DEVICES][HD == 128];
+    if (!st->tried) {
+        st->max16 = st_dc_fits<HD, 16>(s, p);
+        st->max8 = st_dc_fits<HD, 8>(s, p);
+        st->tried = 1;
     }
-    if (*cs < 0) return ST_OK;
+    if (st->off || (st->max16 < 1 && st->max8 < 1)) return ST_OK;
+    const char *env = getenv("STRATA_CUDA_ATT_CLUSTER");
+    const int force = env ? atoi(env) : 0;
+    const int64_t clusters = p.n * p.n_kv;
+    bool use16 = st->max16 >= 1 && (clusters <= st->max16 || st->max8 < 1);
+    if (force == 8 && st->max8 >= 1) use16 = false;
+    if (force == 16 && st->max16 >= 1) use16 = true;
     cudaLaunchAttribute at[1];
     cudaError_t err;
-    if (*cs == 16) {
+    if (use16) {
         const cudaLaunchConfig_t cfg = st_dc_config<HD, 16>(s, p, at);
         err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 16>, p);
     } else {
         const cudaLaunchConfig_t cfg = st_dc_config<HD, 8>(s, p, at);
         err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 8>, p);
     }
-    if (err != cudaSuccess) { /* not launched: the split kernels run instead */
+    if (err != cudaSuccess) { /* not launched: the split kernels run instead from now on */
         (void)cudaGetLastError();
-        *cs = -1;
+        st->off = 1;
         return ST_OK;
     }
     *ran = true;
