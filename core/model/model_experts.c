@@ -797,7 +797,7 @@ void st_model_expert_trace_trim(st_model *m, uint64_t pos) {
     st_model_hx *h = m->hx;
     if (!h) return;
     h->tr_cut = 1; /* a sliding window from now on */
-    if (pos <= h->tr_base) return;
+    if (pos <= h->tr_base && !h->tr_full) return;
     if (h->tr_full || pos >= h->tr_base + (uint64_t)h->tr_n) {
         /* nothing recorded is needed any more (or the record stopped at the cap, so every window
          * still open has a gap): record again from here */
