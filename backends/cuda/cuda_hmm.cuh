@@ -7,6 +7,7 @@
 #define STRATA_CUDA_HMM_CUH
 
 #include <mma.h>
+#include <stdlib.h>
 
 #include "cuda/cuda_quant.cuh"
 
@@ -184,6 +185,402 @@ static inline bool st_hmm_ok(const st_device *d, uint32_t wtype, int64_t K, cons
     return d->cc_major >= 8 && !d->no_tc && wtype != ST_TYPE_F32 && K % ST_HMM_BK == 0 &&
            ((uintptr_t)x.data % 16) == 0 && x.nb[1] % 16 == 0 && (x.ne[2] * x.ne[3] == 1 || x.nb[2] % 16 == 0) &&
            (x.ne[3] == 1 || x.nb[3] % 16 == 0);
+}
+
+
+/* ---- Register-fragment tile ------------------------------------------------------------
+ * 128 weight rows x 8*NB activation columns per block of 4 warps; warp w owns rows 32w..32w+31
+ * and every column, so each weight is dequantized once per block, straight into mma.sync
+ * m16n8k16 A fragments (no shared-memory copy of the weights). K runs in chunks of 64: the
+ * weights' raw bytes of chunk c+1 are loaded into registers while chunk c is multiplied, and the
+ * activations (converted to F16) are double-buffered in shared memory, one barrier per chunk.
+ *
+ * K order inside the mma: the sum over k does not depend on the order, so the fragments use a
+ * permuted one. Lane (g = lane/4, t = lane%4) supplies, for each 32 elements of a chunk,
+ * elements 8t..8t+7 of its rows: mma step u (0, 1) takes 8t+4u..8t+4u+3, where the pair
+ * 8t+4u, +1 sits in the fragment's k slots 2t, 2t+1 and the pair 8t+4u+2, +3 in 2t+8, 2t+9.
+ * The activations' B fragments need the same elements of a column, which lie contiguous in
+ * shared memory: one 16-byte load gives a lane both steps. */
+#define ST_HM2_WARPS 4
+#define ST_HM2_THREADS (ST_HM2_WARPS * ST_WARP)
+#define ST_HM2_BM (ST_HM2_WARPS * 32)
+#define ST_HM2_BK 64
+#define ST_HM2_LDX (ST_HM2_BK + 32) /* halves per staged activation row: 192 bytes, so the 8 rows a
+                                      quarter warp reads fall in different banks */
+
+template <int NB> struct __align__(16) st_hm2_smem {
+    __half x[2][NB * 8][ST_HM2_LDX];
+};
+
+/* Bit casts and the few half2 operations of the decoders (host versions for host-side checks). */
+__host__ __device__ __forceinline__ uint32_t st_h2u(__half2 h) {
+    const __half2_raw r = h;
+    return (uint32_t)r.x | ((uint32_t)r.y << 16);
+}
+__host__ __device__ __forceinline__ __half2 st_u2h(uint32_t u) {
+    __half2_raw r;
+    r.x = (unsigned short)(u & 0xFFFF);
+    r.y = (unsigned short)(u >> 16);
+    return __half2(r);
+}
+__host__ __device__ __forceinline__ uint32_t st_f2h2(float a, float b) { return st_h2u(__floats2half2_rn(a, b)); }
+__host__ __device__ __forceinline__ uint32_t st_prmt(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(x, y, s);
+#else
+    const uint64_t v = ((uint64_t)y << 32) | x;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+    return r;
+#endif
+}
+/* A read-only load (through the non-coherent cache on the device). */
+template <typename V> __host__ __device__ __forceinline__ V st_ldg(const V *p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+/* (a - k) * b + c on half2 lanes; a - k is exact for the decoders' operands */
+__host__ __device__ __forceinline__ uint32_t st_h2_subfma(uint32_t a, __half2 k, __half2 b, __half2 c) {
+#ifdef __CUDA_ARCH__
+    return st_h2u(__hfma2(__hsub2(st_u2h(a), k), b, c));
+#else
+    const float2 fa = __half22float2(st_u2h(a)), fk = __half22float2(k), fb = __half22float2(b), fc = __half22float2(c);
+    return st_f2h2((fa.x - fk.x) * fb.x + fc.x, (fa.y - fk.y) * fb.y + fc.y);
+#endif
+}
+__host__ __device__ __forceinline__ uint32_t st_h2_submul(uint32_t a, __half2 k, __half2 b) {
+#ifdef __CUDA_ARCH__
+    return st_h2u(__hmul2(__hsub2(st_u2h(a), k), b));
+#else
+    const float2 fa = __half22float2(st_u2h(a)), fk = __half22float2(k), fb = __half22float2(b);
+    return st_f2h2((fa.x - fk.x) * fb.x, (fa.y - fk.y) * fb.y);
+#endif
+}
+
+/* d += A.B for one m16n8k16 step, F16 inputs, F32 sums. */
+__device__ __forceinline__ void st_mma16816(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    (void)d; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
+#endif
+}
+
+/* Weights of one row for 64-element chunk c as lane t of a quad holds them: h[0..3] are
+ * elements 8t..8t+7 of the chunk's first 32 (pairs as half2, lower element in the low half),
+ * h[4..7] the same of its second 32 (zero when `hi` is false: the row ends after the first).
+ * fetch() only loads; decode() computes, so loads of the next chunk overlap this one's math.
+ * Generic formats: deq8 at fetch time. */
+template <int T> struct st_hm2_w {
+    struct raw {
+        uint32_t h[8];
+    };
+    static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
+        float v[8];
+        st_qt<T>::deq8(row, c * 8 + t, v);
+#pragma unroll
+        for (int i = 0; i < 4; i++) r.h[i] = st_f2h2(v[2 * i], v[2 * i + 1]);
+        if (hi) {
+            st_qt<T>::deq8(row, c * 8 + 4 + t, v);
+#pragma unroll
+            for (int i = 0; i < 4; i++) r.h[4 + i] = st_f2h2(v[2 * i], v[2 * i + 1]);
+        } else {
+#pragma unroll
+            for (int i = 4; i < 8; i++) r.h[i] = 0;
+        }
+    }
+    static __host__ __device__ __forceinline__ void decode(const raw &r, int64_t c, uint32_t *h) {
+        (void)c;
+#pragma unroll
+        for (int i = 0; i < 8; i++) h[i] = r.h[i];
+    }
+};
+
+/* Q4_K: the block's 16-byte head (d, dmin, 12 scale bytes) and the 8 quant bytes 8t..8t+7 of
+ * the chunk's 32: their low nibbles are the first 32 elements, high nibbles the second. Rows
+ * 16-byte aligned (st_hm2_ok). */
+template <> struct st_hm2_w<ST_TYPE_Q4_K> {
+    struct raw {
+        uint4 hd;
+        uint2 q;
+    };
+    static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
+        (void)hi; /* K is a multiple of 256 */
+        const uint8_t *b = row + (c >> 2) * 144;
+        r.hd = st_ldg((const uint4 *)b);
+        r.q = st_ldg((const uint2 *)(b + 16 + (c & 3) * 32 + 8 * t));
+    }
+    /* scale and min of sub-block s (0..7) from the scale words y = bytes 0-3, z = 4-7, w = 8-11 */
+    static __host__ __device__ __forceinline__ void scale_min(uint32_t y, uint32_t z, uint32_t w, int s, float d, float dmin,
+                                                     __half2 &dl, __half2 &nml) {
+        const int sh = 8 * (s & 3);
+        const uint32_t ys = y >> sh, zs = z >> sh, ws = w >> sh;
+        int sc, m;
+        if (s < 4) {
+            sc = (int)(ys & 63);
+            m = (int)(zs & 63);
+        } else {
+            sc = (int)((ws & 0xF) | (((ys >> 6) & 3) << 4));
+            m = (int)(((ws >> 4) & 0xF) | (((zs >> 6) & 3) << 4));
+        }
+        dl = __float2half2_rn(d * (float)sc);
+        nml = __float2half2_rn(-(dmin * (float)m));
+    }
+    /* four bytes: low nibbles -> lo[0..1] (pairs 0,1 and 2,3), high nibbles -> hi[0..1] */
+    static __host__ __device__ __forceinline__ void nibbles(uint32_t wd, __half2 dl0, __half2 nm0, __half2 dl1, __half2 nm1,
+                                                   uint32_t *lo, uint32_t *hi) {
+        const __half2 k1024 = __float2half2_rn(1024.0f);
+        const uint32_t p01 = st_prmt(wd, 0, 0x4140), p23 = st_prmt(wd, 0, 0x4342); /* bytes 0,1 / 2,3 in 16-bit lanes */
+        lo[0] = st_h2_subfma((p01 & 0x000F000Fu) | 0x64006400u, k1024, dl0, nm0);
+        lo[1] = st_h2_subfma((p23 & 0x000F000Fu) | 0x64006400u, k1024, dl0, nm0);
+        hi[0] = st_h2_subfma(((p01 >> 4) & 0x000F000Fu) | 0x64006400u, k1024, dl1, nm1);
+        hi[1] = st_h2_subfma(((p23 >> 4) & 0x000F000Fu) | 0x64006400u, k1024, dl1, nm1);
+    }
+    static __host__ __device__ __forceinline__ void decode(const raw &r, int64_t c, uint32_t *h) {
+        const int j = (int)(c & 3);
+        const float d = st_h2f((uint16_t)(r.hd.x & 0xFFFF)), dmin = st_h2f((uint16_t)(r.hd.x >> 16));
+        __half2 dl0, nm0, dl1, nm1;
+        scale_min(r.hd.y, r.hd.z, r.hd.w, 2 * j, d, dmin, dl0, nm0);
+        scale_min(r.hd.y, r.hd.z, r.hd.w, 2 * j + 1, d, dmin, dl1, nm1);
+        nibbles(r.q.x, dl0, nm0, dl1, nm1, h + 0, h + 4);
+        nibbles(r.q.y, dl0, nm0, dl1, nm1, h + 2, h + 6);
+    }
+};
+
+/* Q8_0: the chunk is blocks 2c and 2c+1 (34 bytes each, 2-byte aligned); quant bytes 8t..8t+7
+ * of each and both scales. q * d is exact in F32, so the F16 product rounds like the generic
+ * path. */
+template <> struct st_hm2_w<ST_TYPE_Q8_0> {
+    struct raw {
+        uint32_t q[4];
+        uint32_t d; /* d of block 2c (low half), 2c+1 (high half) */
+    };
+    static __host__ __device__ __forceinline__ uint32_t ld2(const uint8_t *p) { /* 2-byte aligned pair of halves */
+        const uint16_t *u = (const uint16_t *)p;
+        return (uint32_t)st_ldg(u) | ((uint32_t)st_ldg(u + 1) << 16);
+    }
+    static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
+        const uint8_t *b = row + c * 68;
+        r.q[0] = ld2(b + 2 + 8 * t);
+        r.q[1] = ld2(b + 6 + 8 * t);
+        uint32_t d = st_ldg((const uint16_t *)b);
+        if (hi) {
+            r.q[2] = ld2(b + 36 + 8 * t);
+            r.q[3] = ld2(b + 40 + 8 * t);
+            d |= (uint32_t)st_ldg((const uint16_t *)(b + 34)) << 16;
+        } else {
+            r.q[2] = r.q[3] = 0;
+        }
+        r.d = d;
+    }
+    static __host__ __device__ __forceinline__ void bytes(uint32_t wd, __half2 d, uint32_t *h) {
+        const __half2 k1152 = __float2half2_rn(1152.0f); /* 1024 + the 128 the sign flip added */
+        const uint32_t u = wd ^ 0x80808080u;
+        h[0] = st_h2_submul(st_prmt(u, 0x64646464u, 0x5140), k1152, d);
+        h[1] = st_h2_submul(st_prmt(u, 0x64646464u, 0x5342), k1152, d);
+    }
+    static __host__ __device__ __forceinline__ void decode(const raw &r, int64_t c, uint32_t *h) {
+        (void)c;
+        const __half2 d0 = st_u2h((r.d & 0xFFFFu) * 0x10001u), d1 = st_u2h((r.d >> 16) * 0x10001u);
+        bytes(r.q[0], d0, h + 0);
+        bytes(r.q[1], d0, h + 2);
+        bytes(r.q[2], d1, h + 4);
+        bytes(r.q[3], d1, h + 6);
+    }
+};
+
+/* F16 and BF16: 16-byte loads of 8 elements (rows 16-byte aligned). */
+template <int T> struct st_hm2_plain16 {
+    struct raw {
+        uint4 lo, hi;
+    };
+    static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
+        const uint8_t *p = row + (c * 64 + 8 * t) * 2;
+        r.lo = st_ldg((const uint4 *)p);
+        r.hi = hi ? st_ldg((const uint4 *)(p + 64)) : make_uint4(0, 0, 0, 0);
+    }
+    static __host__ __device__ __forceinline__ uint32_t cvt(uint32_t w) {
+        if constexpr (T == ST_TYPE_F16) return w;
+        else return st_f2h2(st_b2f((uint16_t)(w & 0xFFFF)), st_b2f((uint16_t)(w >> 16)));
+    }
+    static __host__ __device__ __forceinline__ void decode(const raw &r, int64_t c, uint32_t *h) {
+        (void)c;
+        h[0] = cvt(r.lo.x); h[1] = cvt(r.lo.y); h[2] = cvt(r.lo.z); h[3] = cvt(r.lo.w);
+        h[4] = cvt(r.hi.x); h[5] = cvt(r.hi.y); h[6] = cvt(r.hi.z); h[7] = cvt(r.hi.w);
+    }
+};
+template <> struct st_hm2_w<ST_TYPE_F16> : st_hm2_plain16<ST_TYPE_F16> {};
+template <> struct st_hm2_w<ST_TYPE_BF16> : st_hm2_plain16<ST_TYPE_BF16> {};
+
+/* Eight activations of a column: raw loads, then conversion to four half2. */
+struct st_hm2_xraw {
+    uint4 a, b;
+};
+__host__ __device__ __forceinline__ void st_hm2_xfetch(const char *row, int type, int64_t k, bool ok, st_hm2_xraw &r) {
+    r.a = r.b = make_uint4(0, 0, 0, 0);
+    if (!row || !ok) return;
+    if (type == ST_TYPE_F32) {
+        r.a = st_ldg((const uint4 *)(row + k * 4));
+        r.b = st_ldg((const uint4 *)(row + k * 4 + 16));
+    } else {
+        r.a = st_ldg((const uint4 *)(row + k * 2));
+    }
+}
+__host__ __device__ __forceinline__ uint4 st_hm2_xcvt(const st_hm2_xraw &r, int type) {
+    if (type == ST_TYPE_F16) return r.a;
+    uint4 o;
+    if (type == ST_TYPE_F32) {
+        float f[8];
+        memcpy(f, &r.a, 16);
+        memcpy(f + 4, &r.b, 16);
+        o.x = st_f2h2(f[0], f[1]);
+        o.y = st_f2h2(f[2], f[3]);
+        o.z = st_f2h2(f[4], f[5]);
+        o.w = st_f2h2(f[6], f[7]);
+    } else {
+        o.x = st_f2h2(st_b2f((uint16_t)(r.a.x & 0xFFFF)), st_b2f((uint16_t)(r.a.x >> 16)));
+        o.y = st_f2h2(st_b2f((uint16_t)(r.a.y & 0xFFFF)), st_b2f((uint16_t)(r.a.y >> 16)));
+        o.z = st_f2h2(st_b2f((uint16_t)(r.a.z & 0xFFFF)), st_b2f((uint16_t)(r.a.z >> 16)));
+        o.w = st_f2h2(st_b2f((uint16_t)(r.a.w & 0xFFFF)), st_b2f((uint16_t)(r.a.w >> 16)));
+    }
+    return o;
+}
+
+/* out[col][m0 + i] = scale[col] * sum_k W[m0 + i][k] * x[col][k] for rows i < ST_HM2_BM (rows >=
+ * M skipped), columns col < ncols (<= 8*NB) with an output row, k in [k0, k1): k0 a multiple of
+ * 64, k1 of 32. With `atomic` the sums are added to F32 outputs atomically (split K). All
+ * threads of the block call; cols must be visible to all of them. */
+template <int T, int NB>
+__device__ void st_hm2_tile(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t k0, int64_t k1, int64_t m0,
+                            const st_hmm_cols &cols, int ncols, int xtype, int otype, bool atomic,
+                            st_hm2_smem<NB> &sm) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using WF = st_hm2_w<T>;
+    constexpr int XG = NB / 2; /* groups of 8 activations each thread stages per chunk */
+    static_assert(NB % 2 == 0 && NB * 8 <= ST_HMM_BN, "tile width");
+    const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane / 4, t = lane % 4;
+    const uint8_t *wr[4]; /* rows g, g+8 (m16 tile 0) and g+16, g+24 (tile 1) of the warp's 32 */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int64_t m = m0 + warp * 32 + g + 8 * i;
+        if (m >= M) m = M - 1; /* read a real row; its results are not stored */
+        wr[i] = W + m * w_nb1;
+    }
+    const char *xr[XG];
+    int xc[XG], xk[XG];
+#pragma unroll
+    for (int j = 0; j < XG; j++) {
+        const int q = tid + j * ST_HM2_THREADS;
+        xc[j] = q / 8;
+        xk[j] = q % 8;
+        xr[j] = cols.x[xc[j]];
+    }
+    const int nbl = (ncols + 7) / 8; /* n8 blocks holding a column */
+    float acc[2][NB][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < NB; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    const int64_t c0 = k0 / ST_HM2_BK, c1 = (k1 + ST_HM2_BK - 1) / ST_HM2_BK;
+    typename WF::raw rw[4];
+    st_hm2_xraw rx[XG];
+    {
+        const bool hi = c0 * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+        for (int i = 0; i < 4; i++) WF::fetch(wr[i], c0, t, hi, rw[i]);
+#pragma unroll
+        for (int j = 0; j < XG; j++) st_hm2_xfetch(xr[j], xtype, c0 * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hi, rx[j]);
+    }
+    for (int64_t c = c0; c < c1; c++) {
+        const int b = (int)((c - c0) & 1);
+        const bool hi = c * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+        for (int j = 0; j < XG; j++) *(uint4 *)&sm.x[b][xc[j]][xk[j] * 8] = st_hm2_xcvt(rx[j], xtype);
+        uint32_t a[4][8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) WF::decode(rw[i], c, a[i]);
+        if (c + 1 < c1) {
+            const bool hn = (c + 1) * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+            for (int i = 0; i < 4; i++) WF::fetch(wr[i], c + 1, t, hn, rw[i]);
+#pragma unroll
+            for (int j = 0; j < XG; j++)
+                st_hm2_xfetch(xr[j], xtype, (c + 1) * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hn, rx[j]);
+        }
+        /* one barrier: buffer b was last read two chunks ago, before the previous barrier */
+        __syncthreads();
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            if (nb >= nbl) break;
+#pragma unroll
+            for (int G = 0; G < 2; G++) {
+                if (G == 1 && !hi) break;
+                const uint4 bv = *(const uint4 *)&sm.x[b][nb * 8 + g][G * 32 + t * 8];
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    const uint32_t b0 = u ? bv.z : bv.x, b1 = u ? bv.w : bv.y;
+                    const int s = 4 * G + 2 * u;
+#pragma unroll
+                    for (int mt = 0; mt < 2; mt++)
+                        st_mma16816(acc[mt][nb], a[2 * mt][s], a[2 * mt + 1][s], a[2 * mt][s + 1], a[2 * mt + 1][s + 1],
+                                    b0, b1);
+                }
+            }
+        }
+    }
+    /* acc[mt][nb][e]: row 16mt + g + 8(e/2) of the warp's 32, column 8nb + 2t + e%2 */
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++) {
+            if (nb >= nbl) break;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int col = nb * 8 + 2 * t + (e & 1);
+                const int64_t m = m0 + warp * 32 + mt * 16 + g + (e >> 1) * 8;
+                if (col >= ncols || m >= M) continue;
+                char *orow = cols.out[col];
+                if (!orow) continue;
+                const float v = acc[mt][nb][e] * cols.scale[col];
+                if (atomic) atomicAdd((float *)orow + m, v);
+                else st_st(orow, otype, m, v);
+            }
+        }
+#else
+    (void)W; (void)w_nb1; (void)M; (void)k0; (void)k1; (void)m0; (void)cols; (void)ncols; (void)xtype; (void)otype;
+    (void)atomic; (void)sm;
+#endif
+}
+
+/* STRATA_CUDA_TILE_OLD=1 selects the shared-memory wmma tile above instead of the register-
+ * fragment tile (a switch for comparing the two on a device). Read once. */
+static inline bool st_hm2_disabled(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("STRATA_CUDA_TILE_OLD");
+        v = e && e[0] == '1';
+    }
+    return v != 0;
+}
+
+/* Whether the register-fragment tile takes a weight (on top of st_hmm_ok): the loaders of
+ * Q4_K, F16 and BF16 read 16-byte units, Q8_0 2-byte units; other formats read bytes. */
+static inline bool st_hm2_ok(uint32_t wtype, const void *W, int64_t nb1, int64_t nb2) {
+    if (st_hm2_disabled()) return false;
+    const uint64_t a = (uint64_t)(uintptr_t)W | (uint64_t)nb1 | (uint64_t)nb2;
+    switch (wtype) {
+    case ST_TYPE_Q4_K: case ST_TYPE_F16: case ST_TYPE_BF16: return a % 16 == 0;
+    case ST_TYPE_Q8_0: return a % 2 == 0;
+    default: return true;
+    }
 }
 
 #endif

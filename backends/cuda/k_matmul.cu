@@ -72,12 +72,36 @@ k_hgemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, s
     st_hmm_tile_pf<T, ST_HMM_PF>(W, w_nb1, M, k0, k1, m0, cols, ncols, x.type, out.type, kchunk < K, sm);
 }
 
+/* The same on the register-fragment tile: block (mx, ny, kz) computes out[ny*8NB ..][mx*128 ..]. */
+template <int T, int NB>
+__global__ void __launch_bounds__(ST_HM2_THREADS, 3)
+k_hgemm2(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
+    __shared__ st_hm2_smem<NB> sm;
+    __shared__ st_hmm_cols cols;
+    const int64_t m0 = (int64_t)blockIdx.x * ST_HM2_BM, n0 = (int64_t)blockIdx.y * (NB * 8);
+    if (threadIdx.x < NB * 8) {
+        const int64_t c = n0 + threadIdx.x;
+        cols.x[threadIdx.x] = c < n ? st_row(x, c) : NULL;
+        cols.out[threadIdx.x] = c < n ? st_row(out, c) : NULL;
+        cols.scale[threadIdx.x] = 1.0f;
+    }
+    __syncthreads();
+    const int64_t k0 = (int64_t)blockIdx.z * kchunk, k1 = k0 + kchunk < K ? k0 + kchunk : K;
+    const int ncols = n - n0 < NB * 8 ? (int)(n - n0) : NB * 8;
+    st_hm2_tile<T, NB>(W, w_nb1, M, k0, k1, m0, cols, ncols, x.type, out.type, kchunk < K, sm);
+}
+
+/* Columns per register-fragment tile of MATMUL. */
+#define ST_MM_HM2_NB 4
+
 struct st_mm_launch {
     const st_matmul_args *a;
     cudaStream_t s;
     int64_t M, K, n;
-    bool half;
+    bool half, frag;
     int64_t kchunk; /* split K for the tensor-core tiles (K: no split) */
+    int64_t bm() const { return frag ? ST_HM2_BM : ST_HMM_BM; }
+    int64_t bn() const { return half ? (frag ? ST_MM_HM2_NB * 8 : ST_HMM_BN) : ST_TILE_N; }
     template <int T> cudaError_t run() const {
         st_view x = st_view_of(a->x), out = st_view_of(a->out);
         const uint8_t *W = (const uint8_t *)a->w.data;
@@ -86,7 +110,7 @@ struct st_mm_launch {
                                                                                     (int)n, out);
             return cudaSuccess;
         }
-        const int64_t bn = half ? ST_HMM_BN : ST_TILE_N;
+        const int64_t bn = this->bn();
         for (int64_t n0 = 0; n0 < n; n0 += 65535ll * bn) {
             /* grid.y is limited: shift the views for very large n */
             st_view xs = x, os = out;
@@ -98,7 +122,10 @@ struct st_mm_launch {
                 xs.ne1 = nn;
                 os.ne1 = nn;
             }
-            if (half) {
+            if (half && frag) {
+                dim3 grid(st_blocks(M, ST_HM2_BM), st_blocks(nn, (int)bn), (unsigned)st_blocks(K, (int)kchunk));
+                k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
+            } else if (half) {
                 dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
                 k_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
             } else {
@@ -137,18 +164,20 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     ST_TRY(st_cuda_use(s->dev));
     st_status fast_st;
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
-    st_mm_launch L{a, s->s, M, K, n, st_hmm_ok(s->dev, a->w.type, K, a->x), K};
-    if (L.half && n > ST_GEMV_COLS && n <= 65535ll * ST_HMM_BN) {
+    const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
+    st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K};
+    if (L.half && n > ST_GEMV_COLS && n <= 65535ll * L.bn()) {
         /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
          * router): split K, summing atomically into a zeroed F32 output. */
-        const int64_t tiles = (int64_t)st_blocks(M, ST_HMM_BM) * st_blocks(n, ST_HMM_BN);
+        const int64_t tiles = (int64_t)st_blocks(M, (int)L.bm()) * st_blocks(n, (int)L.bn());
         const int64_t want = 2ll * (s->dev->n_sm > 0 ? s->dev->n_sm : 32);
         const bool flat = a->out.type == ST_TYPE_F32 && a->out.nb[1] == M * 4 &&
                           (a->out.ne[2] * a->out.ne[3] == 1 || (a->out.nb[2] == a->out.ne[1] * a->out.nb[1] &&
                                                                 (a->out.ne[3] == 1 || a->out.nb[3] == a->out.ne[2] * a->out.nb[2])));
         if (flat && tiles < want) {
             int64_t split = (want + tiles - 1) / tiles;
-            int64_t chunk = (K / split + ST_HMM_BK - 1) / ST_HMM_BK * ST_HMM_BK;
+            const int64_t bk = L.frag ? ST_HM2_BK : ST_HMM_BK; /* split points on K slices */
+            int64_t chunk = (K / split + bk - 1) / bk * bk;
             if (chunk < 256) chunk = 256;
             if (chunk < K) {
                 if (cudaMemsetAsync(a->out.data, 0, (size_t)(n * M * 4), s->s) != cudaSuccess)

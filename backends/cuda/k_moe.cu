@@ -1,6 +1,7 @@
 /* MOE_MATMUL through the device-side slot table, and MOE_COMBINE. Each block owns one expert
  * slot and a range of output rows; it gathers the assignments routed to its slot on the
- * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles of 64. */
+ * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles (tensor-core tiles
+ * of 32 assignments; 64 on FP32 cores or with STRATA_CUDA_TILE_OLD=1). */
 #include "cuda/cuda_gemv.cuh"
 #include "cuda/cuda_hmm.cuh"
 #include "cuda/cuda_mm.cuh"
@@ -121,13 +122,14 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
 }
 
 /* Tensor cores, step 1 (one block): counting sort of the assignments by slot into the
- * workspace, and the list of (slot, first, count) tiles of at most ST_HMM_BN assignments, so
+ * workspace, and the list of (slot, first, count) tiles of at most q.bn assignments, so
  * the GEMM blocks share the work evenly however skewed the routing is. */
 struct st_moe_sorted {
     int *cnt, *fill, *list; /* [n_slots], [n_slots], [n_assign] */
     int3 *tiles;            /* [max_tiles] */
     int *n_tiles;
     int max_tiles;
+    int bn; /* most assignments per tile */
 };
 
 __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots, st_moe_sorted q) {
@@ -145,8 +147,8 @@ __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots,
         for (int sl = 0; sl < n_slots; sl++) {
             const int c = q.cnt[sl];
             q.fill[sl] = off;
-            for (int f = 0; f < c && t < q.max_tiles; f += ST_HMM_BN)
-                q.tiles[t++] = make_int3(sl, off + f, c - f < ST_HMM_BN ? c - f : ST_HMM_BN);
+            for (int f = 0; f < c && t < q.max_tiles; f += q.bn)
+                q.tiles[t++] = make_int3(sl, off + f, c - f < q.bn ? c - f : q.bn);
             off += c;
         }
         *q.n_tiles = t;
@@ -180,9 +182,33 @@ __global__ void __launch_bounds__(ST_HMM_THREADS) k_moe_hgemm(st_moe_params p, s
                           p.out.type, false, sm);
 }
 
-/* Carves the sort's arrays from the stream workspace; false when it is too small. */
-static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, st_moe_sorted *q) {
-    const int64_t max_tiles = n_assign / ST_HMM_BN + (n_slots < n_assign ? n_slots : n_assign) + 1;
+/* Step 2 on the register-fragment tile (cuda_hmm.cuh): tiles of at most 8*NB assignments. */
+template <int T, int NB>
+__global__ void __launch_bounds__(ST_HM2_THREADS, 3) k_moe_hgemm2(st_moe_params p, st_moe_sorted q) {
+    __shared__ st_hm2_smem<NB> sm;
+    __shared__ st_hmm_cols cols;
+    if ((int)blockIdx.y >= *q.n_tiles) return;
+    const int3 tile = q.tiles[blockIdx.y];
+    const int64_t m0 = (int64_t)blockIdx.x * ST_HM2_BM;
+    if (threadIdx.x < NB * 8) {
+        const bool on = (int)threadIdx.x < tile.z;
+        const int a = on ? q.list[tile.y + threadIdx.x] : 0;
+        cols.x[threadIdx.x] = on ? st_row(p.x, p.x_row[a]) : NULL;
+        cols.out[threadIdx.x] = on ? st_row(p.out, a) : NULL;
+        cols.scale[threadIdx.x] = on && p.scale ? p.scale[a] : 1.0f;
+    }
+    __syncthreads();
+    st_hm2_tile<T, NB>(p.W + (int64_t)tile.x * p.w_nb2, p.w_nb1, p.M, 0, p.K, m0, cols, tile.z, p.x.type, p.out.type,
+                       false, sm);
+}
+
+/* Columns per register-fragment tile of MOE_MATMUL. */
+#define ST_MOE_HM2_NB 4
+
+/* Carves the sort's arrays from the stream workspace for tiles of at most bn assignments;
+ * false when it is too small. */
+static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, int bn, st_moe_sorted *q) {
+    const int64_t max_tiles = n_assign / bn + (n_slots < n_assign ? n_slots : n_assign) + 1;
     const uint64_t ints = (uint64_t)(2 * n_slots + n_assign + 1), need = ints * 4 + 16 + (uint64_t)max_tiles * sizeof(int3);
     if (need > s->ws_bytes || max_tiles > 65535) return false;
     int *w = (int *)s->ws;
@@ -192,6 +218,7 @@ static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, st_
     q->list = q->fill + n_slots;
     q->tiles = (int3 *)((char *)s->ws + ((ints * 4 + 15) & ~(uint64_t)15));
     q->max_tiles = (int)max_tiles;
+    q->bn = bn;
     return true;
 }
 
@@ -199,10 +226,14 @@ struct st_moe_launch {
     st_moe_params p;
     cudaStream_t s;
     int64_t n_slots;
-    bool tiles, half;
+    bool tiles, half, frag;
     st_moe_sorted q;
     template <int T> void run() const {
-        if (tiles && half) {
+        if (tiles && half && frag) {
+            k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
+            dim3 grid(st_blocks(p.M, ST_HM2_BM), (unsigned)q.max_tiles);
+            k_moe_hgemm2<T, ST_MOE_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(p, q);
+        } else if (tiles && half) {
             k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
             dim3 grid(st_blocks(p.M, ST_HMM_BM), (unsigned)q.max_tiles);
             k_moe_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(p, q);
@@ -245,7 +276,9 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
     L.n_slots = n_slots;
     /* Several assignments per slot on average: tiles (tensor cores when they can run); else
      * GEMV passes of 8. */
-    L.half = st_hmm_ok(s->dev, w.type, K, a->x) && st_moe_sorted_carve(s, n_slots, a->n_assign, &L.q);
+    L.frag = st_hm2_ok(w.type, w.data, w.nb[1], w.nb[2]);
+    L.half = st_hmm_ok(s->dev, w.type, K, a->x) &&
+             st_moe_sorted_carve(s, n_slots, a->n_assign, L.frag ? ST_MOE_HM2_NB * 8 : ST_HMM_BN, &L.q);
     L.tiles = a->n_assign >= (L.half ? 2 : 32) * n_slots;
     st_status fast_st;
     if (!L.tiles && st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
