@@ -449,6 +449,76 @@ __device__ __forceinline__ int64_t st_dc_cell(const int32_t *cells, int pos, int
     return c >= 0 && c < n_cells ? (int64_t)c : -1;
 }
 
+/* One 16-byte copy to shared memory that does not wait (zeros when !ok; src is then not read). */
+__device__ __forceinline__ void st_cp16(uint4 *dst, const void *src, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+#endif
+}
+__device__ __forceinline__ void st_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/* Waits until at most one committed group of this thread's copies is still in flight. */
+__device__ __forceinline__ void st_cp_wait1() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+/* The cells of a 16-position tile at tb that thread (g, t) copies (K rows tb+g, tb+8+g; V rows
+ * tb + 2t, 2t+1, 8+2t, 9+2t) and, for its four score positions (the V rows), the mask value to
+ * add: -inf where the position has no valid cell. */
+struct st_dc_tile {
+    int64_t ck[2], cv[4];
+    float madd[4];
+};
+__device__ __forceinline__ st_dc_tile st_dc_tile_at(const st_att_params &p, const int32_t *cells, const float *mrow,
+                                                    int tb, int p1, int g, int t) {
+    st_dc_tile x;
+    x.ck[0] = st_dc_cell(cells, tb + g, p1, p.n_cells);
+    x.ck[1] = st_dc_cell(cells, tb + 8 + g, p1, p.n_cells);
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int pos = tb + (r >> 1) * 8 + 2 * t + (r & 1);
+        x.cv[r] = st_dc_cell(cells, pos, p1, p.n_cells);
+        const float mk = mrow && pos < p1 ? mrow[pos] : 0.0f;
+        x.madd[r] = x.cv[r] >= 0 ? mk : -INFINITY;
+    }
+    return x;
+}
+
+/* Copies a tile's K and V pieces of thread (g, t) into its stage: piece nt*NJ + j is K row nt
+ * piece 4j+t, piece 2NJ + r*NC + c8 is V row r piece g + 8c8; [piece][lane] keeps the warp's
+ * 16-byte reads of one piece on distinct banks. */
+template <int HD>
+__device__ __forceinline__ void st_dc_issue(uint4 *stage, const st_att_params &p, int64_t kvh, const st_dc_tile &x,
+                                            int lane, int g, int t) {
+    constexpr int NJ = HD / 32, NC = HD / 64;
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        const int64_t c = x.ck[nt];
+        const uint4 *kr = (const uint4 *)(p.k + (c < 0 ? 0 : c) * p.k_nb2 + kvh * p.k_nb1);
+#pragma unroll
+        for (int j = 0; j < NJ; j++) st_cp16(stage + (nt * NJ + j) * ST_WARP + lane, kr + 4 * j + t, c >= 0);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int64_t c = x.cv[r];
+        const uint4 *vr = (const uint4 *)(p.v + (c < 0 ? 0 : c) * p.v_nb2 + kvh * p.v_nb1);
+#pragma unroll
+        for (int c8 = 0; c8 < NC; c8++)
+            st_cp16(stage + (2 * NJ + r * NC + c8) * ST_WARP + lane, vr + g + 8 * c8, c >= 0);
+    }
+}
+
+/* Dynamic shared memory of k_attention_dec<HD>: two stages of 16 positions per warp. */
+template <int HD> constexpr size_t st_dc_dyn_bytes() {
+    return (size_t)ST_DC_WARPS * 2 * (2 * (HD / 32) + 4 * (HD / 64)) * ST_WARP * sizeof(uint4);
+}
+
 template <int HD, int CS>
 __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -492,34 +562,41 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
     for (int d = 0; d < ND; d++) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.0f;
     float mrun = -INFINITY, lrun = 0.0f; /* head g; lrun: this thread's positions only */
 
-    for (int tb = p0 + 16 * warp; tb < p1; tb += 16 * ST_DC_WARPS) {
-        /* K rows tb+g and tb+8+g; V rows (and this thread's scores) at tb + pv[r] */
-        const int pv[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};
-        const int64_t ck0 = st_dc_cell(cells, tb + g, p1, p.n_cells);
-        const int64_t ck1 = st_dc_cell(cells, tb + 8 + g, p1, p.n_cells);
-        int64_t cv[4];
-        float mk[4];
+    /* this warp's tiles: tb = p0 + 16 * (warp + 8k), k < T; tile k is copied into stage k % 2
+     * two tiles ahead, and the cells of tile k+2 load while tile k is computed */
+    extern __shared__ uint4 st_dc_smem[];
+    uint4 *stages = st_dc_smem + (size_t)warp * 2 * (2 * NJ + 4 * NC) * ST_WARP;
+    constexpr int STAGE = (2 * NJ + 4 * NC) * ST_WARP;
+    const int first = p0 + 16 * warp, stride = 16 * ST_DC_WARPS;
+    const int T = first < p1 ? (p1 - first + stride - 1) / stride : 0;
+    float ma[4], mb[4];
+    {
+        const st_dc_tile x0 = st_dc_tile_at(p, cells, mrow, first, p1, g, t);
+        if (T > 0) st_dc_issue<HD>(stages, p, kvh, x0, lane, g, t);
+        st_cp_commit();
+        const st_dc_tile x1 = st_dc_tile_at(p, cells, mrow, first + stride, p1, g, t);
+        if (T > 1) st_dc_issue<HD>(stages + STAGE, p, kvh, x1, lane, g, t);
+        st_cp_commit();
 #pragma unroll
         for (int r = 0; r < 4; r++) {
-            cv[r] = st_dc_cell(cells, tb + pv[r], p1, p.n_cells);
-            mk[r] = mrow && tb + pv[r] < p1 ? mrow[tb + pv[r]] : 0.0f;
+            ma[r] = x0.madd[r];
+            mb[r] = x1.madd[r];
         }
+    }
+    for (int k = 0; k < T; k++) {
+        const st_dc_tile xn = st_dc_tile_at(p, cells, mrow, first + (k + 2) * stride, p1, g, t);
+        uint4 *stage = stages + (k & 1) * STAGE;
+        st_cp_wait1();
         uint4 kk[2][NJ], vv[4][NC];
         const uint4 z4 = make_uint4(0, 0, 0, 0);
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            const int64_t c = nt ? ck1 : ck0;
-            const uint4 *kr = (const uint4 *)(p.k + (c < 0 ? 0 : c) * p.k_nb2 + kvh * p.k_nb1);
+        for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int j = 0; j < NJ; j++) kk[nt][j] = c >= 0 ? __ldg(kr + 4 * j + t) : z4;
-        }
+            for (int j = 0; j < NJ; j++) kk[nt][j] = stage[(nt * NJ + j) * ST_WARP + lane];
 #pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const int64_t c = cv[r];
-            const uint4 *vr = (const uint4 *)(p.v + (c < 0 ? 0 : c) * p.v_nb2 + kvh * p.v_nb1);
+        for (int r = 0; r < 4; r++)
 #pragma unroll
-            for (int c8 = 0; c8 < NC; c8++) vv[r][c8] = c >= 0 ? __ldg(vr + g + 8 * c8) : z4;
-        }
+            for (int c8 = 0; c8 < NC; c8++) vv[r][c8] = stage[(2 * NJ + r * NC + c8) * ST_WARP + lane];
         /* scores: sc[nt] rows g (high) and g+8 (low) of head g, positions tb + 8nt + 2t + {0,1} */
         float sc[2][4];
 #pragma unroll
@@ -537,8 +614,8 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
         float tmax = -INFINITY;
 #pragma unroll
         for (int r = 0; r < 4; r++) {
-            const float x = sc[r >> 1][r & 1] + sc[r >> 1][2 + (r & 1)] + mk[r];
-            ok[r] = cv[r] >= 0 && x == x && x != -INFINITY;
+            const float x = sc[r >> 1][r & 1] + sc[r >> 1][2 + (r & 1)] + ma[r];
+            ok[r] = x == x && x != -INFINITY;
             s[r] = ok[r] ? x : -INFINITY;
             tmax = fmaxf(tmax, s[r]);
         }
@@ -578,6 +655,14 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
                 const uint32_t b1 = __byte_perm(st_u4_word(vv[2][c8], h >> 1), st_u4_word(vv[3][c8], h >> 1), sel);
                 st_mma_16816(acc[8 * c8 + h], pa0, pa1, pa2, pa3, b0, b1);
             }
+        /* the stage's data is consumed (the mma used it): refill it with tile k+2 */
+        if (k + 2 < T) st_dc_issue<HD>(stage, p, kvh, xn, lane, g, t);
+        st_cp_commit();
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            ma[r] = mb[r];
+            mb[r] = xn.madd[r];
+        }
     }
 
     /* the warp's partial: acc[dt][e] (+ low row acc[dt][2+e]) is head g, dim
@@ -657,7 +742,7 @@ template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, c
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(CS, (unsigned)(p.n * p.n_kv), 1);
     cfg.blockDim = dim3(ST_DC_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = st_dc_dyn_bytes<HD>();
     cfg.stream = s->s;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = CS;
@@ -670,8 +755,11 @@ template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, c
 
 /* How many clusters of CS blocks of k_attention_dec<HD, CS> the device holds at once (0: none). */
 template <int HD, int CS> static int st_dc_fits(st_stream *s, const st_att_params &p) {
-    if (CS > 8 && cudaFuncSetAttribute(k_attention_dec<HD, CS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
-                      cudaSuccess) {
+    if (st_dc_dyn_bytes<HD>() + 48 * 1024 > s->dev->smem_optin ||
+        cudaFuncSetAttribute(k_attention_dec<HD, CS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)st_dc_dyn_bytes<HD>()) != cudaSuccess ||
+        (CS > 8 && cudaFuncSetAttribute(k_attention_dec<HD, CS>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+                       cudaSuccess)) {
         (void)cudaGetLastError();
         return 0;
     }
