@@ -57,7 +57,7 @@ st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran);
 /* The decode path on sm_90+ (k_attention_tc.cu): a cluster of blocks per (token, KV head),
  * all query heads of the group on tensor cores, merged in the cluster without a workspace;
  * same contract as above. STRATA_CUDA_ATT_OLD=1 switches it off (the split path runs),
- * STRATA_CUDA_ATT_CLUSTER=8 keeps clusters at 8 blocks. */
+ * STRATA_CUDA_ATT_CLUSTER=8 or 16 forces the cluster size. */
 st_status st_cuda_attention_dec(st_stream *s, const st_att_params &p, bool *ran);
 /* Launches k_attention_merge over p.n_split partials in the workspace (k_attention.cu). */
 st_status st_cuda_attention_merge(st_stream *s, const st_att_params &p);

@@ -227,6 +227,8 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.n_split = n_split;
     p.chunk = (a->max_pos + n_split - 1) / n_split;
     ST_TRY(st_cuda_use(s->dev));
+    /* decode-sized batches: the cluster kernel when the device and shapes allow (one launch,
+     * no workspace, the split follows kv_len on the device) */
     if (rows < target || n < 16) {
         bool dec = false;
         ST_TRY(st_cuda_attention_dec(s, p, &dec));

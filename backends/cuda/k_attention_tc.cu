@@ -3,7 +3,10 @@
  * attention). S = Q.K^T and O += P.V run on F16 tensor cores with F32 sums; the softmax is
  * online in F32. K/V rows are gathered through the cell table of the tile's sequence; a token
  * of another sequence in the same tile (mixed batches) is computed by a warp-per-row loop at
- * the end, so any batch is handled. */
+ * the end, so any batch is handled.
+ * Also the two decode paths that read each K/V row once for all query heads of its KV head:
+ * k_attention_gqa (split over the sequence, merged by k_attention_merge) and, on sm_90+,
+ * k_attention_dec (tensor cores, merged inside a thread-block cluster; see below). */
 #include <cooperative_groups.h>
 #include <mma.h>
 #include <stdlib.h>
