@@ -234,6 +234,14 @@ __host__ __device__ __forceinline__ uint32_t st_prmt(uint32_t x, uint32_t y, uin
     return r;
 #endif
 }
+/* The 32 bits at byte 2 of the 64-bit value hi:lo. */
+__host__ __device__ __forceinline__ uint32_t st_fshr16(uint32_t lo, uint32_t hi) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(lo, hi, 16);
+#else
+    return (lo >> 16) | (hi << 16);
+#endif
+}
 /* A read-only load (through the non-coherent cache on the device). */
 template <typename V> __host__ __device__ __forceinline__ V st_ldg(const V *p) {
 #ifdef __CUDA_ARCH__
@@ -353,9 +361,9 @@ template <> struct st_hm2_w<ST_TYPE_Q4_K> {
     }
 };
 
-/* Q8_0: the chunk is blocks 2c and 2c+1 (34 bytes each, 2-byte aligned); quant bytes 8t..8t+7
- * of each and both scales. q * d is exact in F32, so the F16 product rounds like the generic
- * path. */
+/* Q8_0: the chunk is blocks 2c and 2c+1 (34 bytes each, at least 2-byte aligned; 32-bit loads
+ * when the chunk starts 4-byte aligned); quant bytes 8t..8t+7 of each and both scales. q * d
+ * is exact in F32, so the F16 product rounds like the generic path. */
 template <> struct st_hm2_w<ST_TYPE_Q8_0> {
     struct raw {
         uint32_t q[4];
@@ -367,6 +375,16 @@ template <> struct st_hm2_w<ST_TYPE_Q8_0> {
     }
     static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
         const uint8_t *b = row + c * 68;
+        if (hi && ((uintptr_t)b & 3) == 0) { /* both blocks, 4-byte aligned: 32-bit words 0..16 */
+            const uint32_t *w = (const uint32_t *)b;
+            const uint32_t w0 = st_ldg(w + 2 * t), w1 = st_ldg(w + 2 * t + 1), w2 = st_ldg(w + 2 * t + 2);
+            r.q[0] = st_fshr16(w0, w1); /* bytes 2+8t .. 5+8t */
+            r.q[1] = st_fshr16(w1, w2);
+            r.q[2] = st_ldg(w + 9 + 2 * t); /* bytes 36+8t .. 43+8t */
+            r.q[3] = st_ldg(w + 10 + 2 * t);
+            r.d = (st_ldg(w) & 0xFFFFu) | (st_ldg(w + 8) & 0xFFFF0000u); /* bytes 0-1 and 34-35 */
+            return;
+        }
         r.q[0] = ld2(b + 2 + 8 * t);
         r.q[1] = ld2(b + 6 + 8 * t);
         uint32_t d = st_ldg((const uint16_t *)b);
