@@ -736,7 +736,7 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
 /* Launch state per device and head dim: how many clusters of 16 (non-portable) and of 8
  * blocks can be resident at once, found on the first call; off after a failed launch. */
 struct st_dc_state {
-    int tried, off, max16, max8;
+    int tried, off, max16, max8, force;
 };
 static st_dc_state st_dc_states[ST_CUDA_MAX_DEVICES][2];
 
@@ -783,15 +783,15 @@ template <int HD> static st_status st_dc_launch(st_stream *s, const st_att_param
     if (!st->tried) {
         st->max16 = st_dc_fits<HD, 16>(s, p);
         st->max8 = st_dc_fits<HD, 8>(s, p);
+        const char *env = getenv("STRATA_CUDA_ATT_CLUSTER");
+        st->force = env ? atoi(env) : 0;
         st->tried = 1;
     }
     if (st->off || (st->max16 < 1 && st->max8 < 1)) return ST_OK;
-    const char *env = getenv("STRATA_CUDA_ATT_CLUSTER");
-    const int force = env ? atoi(env) : 0;
     const int64_t clusters = p.n * p.n_kv;
     bool use16 = st->max16 >= 1 && (clusters <= st->max16 || st->max8 < 1);
-    if (force == 8 && st->max8 >= 1) use16 = false;
-    if (force == 16 && st->max16 >= 1) use16 = true;
+    if (st->force == 8 && st->max8 >= 1) use16 = false;
+    if (st->force == 16 && st->max16 >= 1) use16 = true;
     cudaLaunchAttribute at[1];
     cudaError_t err;
     if (use16) {
