@@ -410,9 +410,11 @@ st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran) {
  * whatever the context length), 16 positions per warp at a time, for the G <= 8 query heads of
  * the KV head on F16 tensor cores (mma m16n8k16, F32 sums):
  *   S[head][pos] = Q . K^T: A = Q, rows 0-7 its F16 high part and rows 8-15 its F16 low part
- *     (Q - hi), so the scores keep F32 precision; B = K rows loaded straight from the cache;
- *   O[head][dim] += P . V: A = P (the weights, split high/low the same way), B = V rows
- *     loaded straight from the cache, paired by position with a byte permute.
+ *     (Q - hi), so the scores keep F32 precision; B = K rows as they are in the cache;
+ *   O[head][dim] += P . V: A = P (the weights, split high/low the same way), B = V rows as
+ *     they are in the cache, paired by position with a byte permute.
+ * Each warp copies its tiles' K/V pieces into shared memory two tiles ahead (cp.async), so a
+ * block's positions are all in flight at once up to 2 x 8 x 16 of them.
  * The dot products are over dims, so each thread's K row slice may be any 16-byte pieces as
  * long as its Q slice is the same: thread (g = lane/4, t = lane%4) holds 16-byte piece 4j+t
  * of a row for j < HD/32, so each load of a warp reads 64 contiguous bytes of 8 rows.
