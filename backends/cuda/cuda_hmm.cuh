@@ -578,6 +578,37 @@ __device__ void st_hm2_tile(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t 
 #endif
 }
 
+/* dst[r][k] = x row r, element k, rounded to F16 (the tile's own rounding) for r < nrows, k < K
+ * (K a multiple of 8, rows 16-byte aligned); one thread per 8 elements. */
+static __global__ void k_hm2_x16(st_view x, int64_t nrows, int64_t K, __half *dst) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, per = K / 8;
+    if (i >= nrows * per) return;
+    const int64_t r = i / per, k = (i % per) * 8;
+    st_hm2_xraw raw;
+    st_hm2_xfetch(st_row(x, r), x.type, k, true, raw);
+    *(uint4 *)(dst + r * K + k) = st_hm2_xcvt(raw, x.type);
+}
+
+/* The tile reads every activation row once per 128 weight rows; F32 rows cost twice the bytes
+ * of F16 ones. When x is F32 and an F16 copy of its nrows rows fits in the stream workspace
+ * from byte `off` on, launches the conversion there and returns the copy's view (rows
+ * 0..nrows-1 in st_row order); else returns x's own view. */
+static inline st_view st_hm2_x16_view(st_stream *s, const st_tensor &x, uint64_t off) {
+    st_view v = st_view_of(x);
+    const int64_t K = x.ne[0], nrows = st_nrows(x);
+    off = (off + 255) & ~(uint64_t)255;
+    if (x.type != ST_TYPE_F32 || K % 8 || nrows <= 0 || off + (uint64_t)(nrows * K * 2) > s->ws_bytes) return v;
+    __half *dst = (__half *)((char *)s->ws + off);
+    const int64_t n8 = nrows * (K / 8);
+    k_hm2_x16<<<st_blocks(n8, 256), 256, 0, s->s>>>(v, nrows, K, dst);
+    st_view h;
+    h.p = (char *)dst;
+    h.type = ST_TYPE_F16;
+    h.ne0 = K; h.ne1 = nrows; h.ne2 = 1; h.ne3 = 1;
+    h.nb1 = K * 2; h.nb2 = h.nb3 = nrows * K * 2;
+    return h;
+}
+
 /* STRATA_CUDA_TILE_OLD=1 selects the shared-memory wmma tile above instead of the register-
  * fragment tile (a switch for comparing the two on a device). Read once. */
 static inline bool st_hm2_disabled(void) {

@@ -100,6 +100,7 @@ struct st_mm_launch {
     int64_t M, K, n;
     bool half, frag;
     int64_t kchunk; /* split K for the tensor-core tiles (K: no split) */
+    st_view x16;    /* x for the register-fragment tile (an F16 copy when one fits) */
     int64_t bm() const { return frag ? ST_HM2_BM : ST_HMM_BM; }
     int64_t bn() const { return half ? (frag ? ST_MM_HM2_NB * 8 : ST_HMM_BN) : ST_TILE_N; }
     template <int T> cudaError_t run() const {
@@ -123,8 +124,13 @@ struct st_mm_launch {
                 os.ne1 = nn;
             }
             if (half && frag) {
+                st_view x16s = x16;
+                if (n0) {
+                    x16s.p += n0 * x16.nb1;
+                    x16s.ne1 = nn;
+                }
                 dim3 grid(st_blocks(M, ST_HM2_BM), st_blocks(nn, (int)bn), (unsigned)st_blocks(K, (int)kchunk));
-                k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
+                k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
             } else if (half) {
                 dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
                 k_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
@@ -165,7 +171,7 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     st_status fast_st;
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
     const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
-    st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K};
+    st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}};
     if (L.half && n > ST_GEMV_COLS && n <= 65535ll * L.bn()) {
         /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
          * router): split K, summing atomically into a zeroed F32 output. */
@@ -186,6 +192,7 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
             }
         }
     }
+    L.x16 = L.frag && n > ST_GEMV_COLS ? st_hm2_x16_view(s, a->x, 0) : st_view_of(a->x);
 #define ST_MM_CALL(T)                                                                                 \
     (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \
                                              (long long)n)                                             \

@@ -129,7 +129,8 @@ struct st_moe_sorted {
     int3 *tiles;            /* [max_tiles] */
     int *n_tiles;
     int max_tiles;
-    int bn; /* most assignments per tile */
+    int bn;           /* most assignments per tile */
+    uint64_t ws_used; /* workspace bytes the arrays take */
 };
 
 __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots, st_moe_sorted q) {
@@ -211,6 +212,7 @@ static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, int
     const int64_t max_tiles = n_assign / bn + (n_slots < n_assign ? n_slots : n_assign) + 1;
     const uint64_t ints = (uint64_t)(2 * n_slots + n_assign + 1), need = ints * 4 + 16 + (uint64_t)max_tiles * sizeof(int3);
     if (need > s->ws_bytes || max_tiles > 65535) return false;
+    q->ws_used = need;
     int *w = (int *)s->ws;
     q->n_tiles = w;
     q->cnt = w + 1;
@@ -228,11 +230,14 @@ struct st_moe_launch {
     int64_t n_slots;
     bool tiles, half, frag;
     st_moe_sorted q;
+    st_view x16; /* x for the register-fragment tile (an F16 copy when one fits) */
     template <int T> void run() const {
         if (tiles && half && frag) {
             k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
             dim3 grid(st_blocks(p.M, ST_HM2_BM), (unsigned)q.max_tiles);
-            k_moe_hgemm2<T, ST_MOE_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(p, q);
+            st_moe_params p16 = p;
+            p16.x = x16;
+            k_moe_hgemm2<T, ST_MOE_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(p16, q);
         } else if (tiles && half) {
             k_moe_sort<<<1, 1024, 0, s>>>(p, (int)n_slots, q);
             dim3 grid(st_blocks(p.M, ST_HMM_BM), (unsigned)q.max_tiles);
@@ -282,6 +287,8 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
     L.tiles = a->n_assign >= (L.half ? 2 : 32) * n_slots;
     st_status fast_st;
     if (!L.tiles && st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
+    L.x16 = L.p.x;
+    if (L.tiles && L.half && L.frag) L.x16 = st_hm2_x16_view(s, a->x, L.q.ws_used);
 #define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))
     ST_WEIGHT_DISPATCH(w.type, ST_MOE_CALL)
 #undef ST_MOE_CALL
