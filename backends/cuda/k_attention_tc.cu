@@ -603,23 +603,24 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
 #pragma unroll
             for (int c8 = 0; c8 < NC; c8++) vv[r][c8] = stage[(2 * NJ + r * NC + c8) * ST_WARP + lane];
         /* scores: sc[nt] rows g (high) and g+8 (low) of head g, positions tb + 8nt + 2t + {0,1} */
-        float sc[2][4];
+        float sc[2][2][4]; /* [nt][u]: two independent chains per tile of 8 positions */
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+        for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int j = 0; j < NJ; j++)
+            for (int u = 0; u < 2; u++) {
+                sc[nt][u][0] = sc[nt][u][1] = sc[nt][u][2] = sc[nt][u][3] = 0.0f;
 #pragma unroll
-                for (int u = 0; u < 2; u++)
-                    st_mma_16816(sc[nt], qh[j][2 * u], ql[j][2 * u], qh[j][2 * u + 1], ql[j][2 * u + 1],
+                for (int j = 0; j < NJ; j++)
+                    st_mma_16816(sc[nt][u], qh[j][2 * u], ql[j][2 * u], qh[j][2 * u + 1], ql[j][2 * u + 1],
                                  st_u4_word(kk[nt][j], 2 * u), st_u4_word(kk[nt][j], 2 * u + 1));
-        }
+            }
         float s[4];
         bool ok[4];
         float tmax = -INFINITY;
 #pragma unroll
         for (int r = 0; r < 4; r++) {
-            const float x = sc[r >> 1][r & 1] + sc[r >> 1][2 + (r & 1)] + ma[r];
+            const int nt = r >> 1, e0 = r & 1;
+            const float x = (sc[nt][0][e0] + sc[nt][0][2 + e0]) + (sc[nt][1][e0] + sc[nt][1][2 + e0]) + ma[r];
             ok[r] = x == x && x != -INFINITY;
             s[r] = ok[r] ? x : -INFINITY;
             tmax = fmaxf(tmax, s[r]);
