@@ -436,6 +436,21 @@ template <int T> struct st_hm2_plain16 {
 template <> struct st_hm2_w<ST_TYPE_F16> : st_hm2_plain16<ST_TYPE_F16> {};
 template <> struct st_hm2_w<ST_TYPE_BF16> : st_hm2_plain16<ST_TYPE_BF16> {};
 
+/* Chunks ahead whose weight bytes the tile asks L2 to fetch (a hint: no registers held), so the
+ * register prefetch one chunk ahead finds them there instead of waiting on device memory. */
+#define ST_HM2_L2AHEAD 3
+
+/* L2 prefetch of chunk c of a row (it must lie inside the row): the quad's lanes cover the
+ * chunk's share of the row's bytes, 32 bytes each, from c * 64 * bytes / qk on. */
+template <int T> __device__ __forceinline__ void st_hm2_l2(const uint8_t *row, int64_t c, int t) {
+    constexpr int64_t cb = 64 * st_qt<T>::bytes / st_qt<T>::qk;
+#if defined(__CUDA_ARCH__)
+    if (32 * t < cb) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + c * cb + 32 * t));
+#else
+    (void)row; (void)c; (void)t;
+#endif
+}
+
 /* Eight activations of a column: raw loads, then conversion to four half2. */
 struct st_hm2_xraw {
     uint4 a, b;
@@ -516,6 +531,9 @@ __device__ void st_hm2_tile(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t 
         for (int i = 0; i < 4; i++) WF::fetch(wr[i], c0, t, hi, rw[i]);
 #pragma unroll
         for (int j = 0; j < XG; j++) st_hm2_xfetch(xr[j], xtype, c0 * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hi, rx[j]);
+        for (int64_t c = c0 + 2; c < c0 + ST_HM2_L2AHEAD && (c + 1) * ST_HM2_BK <= k1; c++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) st_hm2_l2<T>(wr[i], c, t);
     }
     for (int64_t c = c0; c < c1; c++) {
         const int b = (int)((c - c0) & 1);
@@ -532,6 +550,10 @@ __device__ void st_hm2_tile(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t 
 #pragma unroll
             for (int j = 0; j < XG; j++)
                 st_hm2_xfetch(xr[j], xtype, (c + 1) * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hn, rx[j]);
+        }
+        if ((c + ST_HM2_L2AHEAD + 1) * ST_HM2_BK <= k1) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) st_hm2_l2<T>(wr[i], c + ST_HM2_L2AHEAD, t);
         }
         /* one barrier: buffer b was last read two chunks ago, before the previous barrier */
         __syncthreads();
