@@ -1,8 +1,11 @@
-/* Tensor-core GEMM tile for prefill: a 128 (weight rows) x 64 (activation rows) block of
- * W.x^T with F16 inputs and F32 sums (sm_80+). Weights are dequantized on the fly from any
- * format into shared memory, activations (F32/F16/BF16) are converted to F16 as they are
- * staged; both are double-buffered through registers so the next K slice is read while the
- * current one is multiplied. Used by k_matmul.cu (dense) and k_moe.cu (per expert slot). */
+/* Tensor-core GEMM tiles for prefill, F16 inputs and F32 sums (sm_80+), used by k_matmul.cu
+ * (dense) and k_moe.cu (per expert slot):
+ * - st_hmm_tile_pf: a 128 (weight rows) x 64 (activation rows) block of W.x^T through wmma.
+ *   Weights are dequantized on the fly from any format into shared memory, activations
+ *   (F32/F16/BF16) are converted to F16 as they are staged; both are double-buffered through
+ *   registers so the next K slice is read while the current one is multiplied.
+ * - st_hm2_tile (below): 128 x 32 blocks on mma.sync with the weights dequantized straight into
+ *   register fragments; the default where st_hm2_ok allows it. */
 #ifndef STRATA_CUDA_HMM_CUH
 #define STRATA_CUDA_HMM_CUH
 
