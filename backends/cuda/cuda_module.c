@@ -682,5 +682,10 @@ static const st_backend_api g_api = {
 ST_MODULE_EXPORT st_status st_backend_entry(const st_host_api *host, uint32_t abi_major, uint32_t abi_minor,
                                             const st_backend_api **out) {
     if (out) *out = &g_api;
+    /* Load every kernel when the context is created, not at its first launch: the memory plan
+     * measures the runtime's overhead right after device_open, and lazily loaded kernels would
+     * take device memory after that (measured on an H200: ~20 MiB past a --vram-budget). Set
+     * before the runtime's first call; a value the user set is kept. */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     return st_mod_init(host, abi_major, abi_minor, "cuda");
 }

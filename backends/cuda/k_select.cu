@@ -209,25 +209,27 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
 }
 
 /* Warp per token for up to 256 experts and k <= 32 (decode and most MoE shapes): each lane
- * keeps E/32 scores in registers and the k picks are warp shuffles, with no block barrier.
- * Same order and arithmetic as k_router. */
+ * keeps PER = ceil(E/32) scores in registers and its best untaken one; a pick is one warp
+ * reduction, after which only the winning lane looks for its next best. Picks the same experts
+ * in the same order as k_router (the ranking is a strict order), with the same arithmetic. */
 #define ST_ROUTER_WARP_MAX 256
+template <int PER>
 __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, const float *bias, int k, int normalize,
                               float wscale, int32_t *ids, float *weights) {
     const int64_t t = (int64_t)blockIdx.x * (blockDim.x / ST_WARP) + threadIdx.x / ST_WARP;
     const int lane = threadIdx.x % ST_WARP;
     if (t >= n) return;
-    constexpr int PER = ST_ROUTER_WARP_MAX / ST_WARP;
     const float *lr = (const float *)st_row(logits, t);
     float prob[PER], score[PER];
+#pragma unroll
+    for (int j = 0; j < PER; j++) {
+        const int e = lane + j * ST_WARP;
+        prob[j] = e < E ? lr[e] : -INFINITY;
+    }
     if (gating == ST_ROUTER_SOFTMAX) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < PER; j++) {
-            const int e = lane + j * ST_WARP;
-            prob[j] = e < E ? lr[e] : -INFINITY;
-            mx = fmaxf(mx, prob[j]);
-        }
+        for (int j = 0; j < PER; j++) mx = fmaxf(mx, prob[j]);
         mx = st_warp_max(mx);
         float sum = 0.0f;
 #pragma unroll
@@ -243,28 +245,31 @@ __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, cons
 #pragma unroll
         for (int j = 0; j < PER; j++) {
             const int e = lane + j * ST_WARP;
-            prob[j] = e < E ? 1.0f / (1.0f + expf(-lr[e])) : 0.0f;
+            prob[j] = e < E ? 1.0f / (1.0f + expf(-prob[j])) : 0.0f;
         }
     }
+    unsigned taken = 0; /* bit j: this lane's element j is out (picked, or past E) */
 #pragma unroll
     for (int j = 0; j < PER; j++) {
         const int e = lane + j * ST_WARP;
         score[j] = e < E ? (bias ? prob[j] + bias[e] : prob[j]) : NAN;
+        if (e >= E) taken |= 1u << j;
     }
-    float pv = INFINITY, myw = 0.0f;
-    int pi = -1, myid = 0;
-    for (int j = 0; j < k; j++) {
-        float bv = NAN, bp = 0.0f;
-        int bi = 0x7fffffff;
+    /* this lane's best untaken element: value, expert id (INT_MAX: none), probability */
+    float lv = NAN, lp = 0.0f;
+    int li = 0x7fffffff;
 #pragma unroll
-        for (int q = 0; q < PER; q++) {
-            const int e = lane + q * ST_WARP;
-            if (e < E && st_before(pv, pi, score[q], e) && st_before(score[q], e, bv, bi)) {
-                bv = score[q];
-                bi = e;
-                bp = prob[q];
-            }
+    for (int q = 0; q < PER; q++)
+        if (!(taken >> q & 1u) && st_before(score[q], lane + q * ST_WARP, lv, li)) {
+            lv = score[q];
+            li = lane + q * ST_WARP;
+            lp = prob[q];
         }
+    float myw = 0.0f;
+    int myid = 0;
+    for (int j = 0; j < k; j++) {
+        float bv = lv, bp = lp;
+        int bi = li;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float w = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -280,8 +285,19 @@ __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, cons
             myid = bi;
             myw = bp;
         }
-        pv = bv;
-        pi = bi;
+        if (bi == li) { /* this lane's element was picked: its next best */
+            taken |= 1u << ((li - lane) / ST_WARP);
+            lv = NAN;
+            li = 0x7fffffff;
+            lp = 0.0f;
+#pragma unroll
+            for (int q = 0; q < PER; q++)
+                if (!(taken >> q & 1u) && st_before(score[q], lane + q * ST_WARP, lv, li)) {
+                    lv = score[q];
+                    li = lane + q * ST_WARP;
+                    lp = prob[q];
+                }
+        }
     }
     /* the same sum, in the same order, as k_router's thread 0 */
     float sum = 0.0f;
@@ -307,9 +323,17 @@ extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
     if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld rows", (long long)n);
     ST_TRY(st_cuda_use(s->dev));
     if (E <= ST_ROUTER_WARP_MAX && a->k <= ST_WARP) {
-        k_router_warp<<<st_blocks(n, 4), 4 * ST_WARP, 0, s->s>>>(st_view_of(a->logits), n, (int)E, (int)a->gating,
-                                                                  a->bias, a->k, a->normalize, a->weight_scale,
-                                                                  a->ids, a->weights);
+        const dim3 grid(st_blocks(n, 4)), block(4 * ST_WARP);
+        const st_view lv = st_view_of(a->logits);
+        if (E <= 64)
+            k_router_warp<2><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
+                                                        a->weight_scale, a->ids, a->weights);
+        else if (E <= 128)
+            k_router_warp<4><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
+                                                        a->weight_scale, a->ids, a->weights);
+        else
+            k_router_warp<8><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
+                                                        a->weight_scale, a->ids, a->weights);
         /* ids and weights are written: keep the 8-bit rows unless one of them overlaps */
         st_cuda_q8_keep_unless(s, a->ids, (uint64_t)n * a->k * 4);
         if (s->q8_keep) st_cuda_q8_keep_unless(s, a->weights, (uint64_t)n * a->k * 4);
