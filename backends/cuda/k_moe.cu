@@ -133,21 +133,34 @@ struct st_moe_sorted {
     uint64_t ws_used; /* workspace bytes the arrays take */
 };
 
+/* Slots whose counters live in shared memory during the sort (16 KiB); more use the workspace.
+ * The serial pass of thread 0 then reads shared memory instead of waiting on global loads. */
+#define ST_MOE_SORT_SHARED 4096
+
 __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots, st_moe_sorted q) {
-    for (int i = threadIdx.x; i < n_slots; i += blockDim.x) q.cnt[i] = 0, q.fill[i] = 0;
+    __shared__ int sh[ST_MOE_SORT_SHARED]; /* counts, then (in place) fill positions */
+    const bool in_sh = n_slots <= ST_MOE_SORT_SHARED;
+    for (int i = threadIdx.x; i < n_slots; i += blockDim.x) {
+        if (in_sh) sh[i] = 0;
+        else q.cnt[i] = 0, q.fill[i] = 0;
+    }
     __syncthreads();
     for (int a = threadIdx.x; a < p.n_assign; a += blockDim.x) {
         const int32_t e = p.expert[a], xr = p.x_row[a];
         if (e < 0 || xr < 0 || xr >= p.n_x) continue;
         const int32_t sl = p.slot_table[e];
-        if (sl >= 0 && sl < n_slots) atomicAdd(&q.cnt[sl], 1);
+        if (sl >= 0 && sl < n_slots) {
+            if (in_sh) atomicAdd(&sh[sl], 1);
+            else atomicAdd(&q.cnt[sl], 1);
+        }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         int off = 0, t = 0;
         for (int sl = 0; sl < n_slots; sl++) {
-            const int c = q.cnt[sl];
-            q.fill[sl] = off;
+            const int c = in_sh ? sh[sl] : q.cnt[sl];
+            if (in_sh) sh[sl] = off;
+            else q.fill[sl] = off;
             for (int f = 0; f < c && t < q.max_tiles; f += q.bn)
                 q.tiles[t++] = make_int3(sl, off + f, c - f < q.bn ? c - f : q.bn);
             off += c;
@@ -159,7 +172,7 @@ __global__ void __launch_bounds__(1024) k_moe_sort(st_moe_params p, int n_slots,
         const int32_t e = p.expert[a], xr = p.x_row[a];
         if (e < 0 || xr < 0 || xr >= p.n_x) continue;
         const int32_t sl = p.slot_table[e];
-        if (sl >= 0 && sl < n_slots) q.list[atomicAdd(&q.fill[sl], 1)] = a;
+        if (sl >= 0 && sl < n_slots) q.list[atomicAdd(in_sh ? &sh[sl] : &q.fill[sl], 1)] = a;
     }
 }
 
