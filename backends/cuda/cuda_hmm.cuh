@@ -378,16 +378,54 @@ template <> struct st_hm2_w<ST_TYPE_Q8_0> {
     }
     static __host__ __device__ __forceinline__ void fetch(const uint8_t *row, int64_t c, int t, bool hi, raw &r) {
         const uint8_t *b = row + c * 68;
+#ifdef __CUDA_ARCH__
+        /* Every lane of the warp 4-byte aligned (rows 16-byte aligned make this depend on c only):
+         * four loads per lane instead of seven. Each load instruction costs one L1 wavefront per
+         * distinct row of the warp, and this loader was bound by them. Word pairs are read as one
+         * 8-byte load where the warp's addresses allow; the scales, words 0 and 8, are lane 0's
+         * first word and lane 3's third, passed through the quad. fetch() runs in uniform
+         * control flow (rows past M are clamped, not skipped), so the votes and shuffles are
+         * warp-wide. */
+        const uint32_t full = 0xffffffffu;
+        if (__all_sync(full, hi && ((uintptr_t)b & 3) == 0)) {
+            const uint32_t *w = (const uint32_t *)b;
+            uint32_t w0, w1;
+            if (__all_sync(full, ((uintptr_t)(w + 2 * t) & 7) == 0)) {
+                const uint2 v = st_ldg((const uint2 *)(w + 2 * t));
+                w0 = v.x;
+                w1 = v.y;
+            } else {
+                w0 = st_ldg(w + 2 * t);
+                w1 = st_ldg(w + 2 * t + 1);
+            }
+            const uint32_t w2 = st_ldg(w + 2 * t + 2);
+            r.q[0] = st_fshr16(w0, w1); /* bytes 2+8t .. 5+8t */
+            r.q[1] = st_fshr16(w1, w2);
+            if (__all_sync(full, ((uintptr_t)(w + 9 + 2 * t) & 7) == 0)) { /* bytes 36+8t .. 43+8t */
+                const uint2 v = st_ldg((const uint2 *)(w + 9 + 2 * t));
+                r.q[2] = v.x;
+                r.q[3] = v.y;
+            } else {
+                r.q[2] = st_ldg(w + 9 + 2 * t);
+                r.q[3] = st_ldg(w + 10 + 2 * t);
+            }
+            const int q0 = (int)(threadIdx.x & 31) & ~3;
+            const uint32_t s0 = __shfl_sync(full, w0, q0), s8 = __shfl_sync(full, w2, q0 + 3);
+            r.d = (s0 & 0xFFFFu) | (s8 & 0xFFFF0000u); /* bytes 0-1 and 34-35 */
+            return;
+        }
+#else
         if (hi && ((uintptr_t)b & 3) == 0) { /* both blocks, 4-byte aligned: 32-bit words 0..16 */
             const uint32_t *w = (const uint32_t *)b;
             const uint32_t w0 = st_ldg(w + 2 * t), w1 = st_ldg(w + 2 * t + 1), w2 = st_ldg(w + 2 * t + 2);
-            r.q[0] = st_fshr16(w0, w1); /* bytes 2+8t .. 5+8t */
+            r.q[0] = st_fshr16(w0, w1);
             r.q[1] = st_fshr16(w1, w2);
-            r.q[2] = st_ldg(w + 9 + 2 * t); /* bytes 36+8t .. 43+8t */
+            r.q[2] = st_ldg(w + 9 + 2 * t);
             r.q[3] = st_ldg(w + 10 + 2 * t);
-            r.d = (st_ldg(w) & 0xFFFFu) | (st_ldg(w + 8) & 0xFFFF0000u); /* bytes 0-1 and 34-35 */
+            r.d = (st_ldg(w) & 0xFFFFu) | (st_ldg(w + 8) & 0xFFFF0000u);
             return;
         }
+#endif
         r.q[0] = ld2(b + 2 + 8 * t);
         r.q[1] = ld2(b + 6 + 8 * t);
         uint32_t d = st_ldg((const uint16_t *)b);
