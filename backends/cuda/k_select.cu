@@ -213,6 +213,23 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
  * reduction, after which only the winning lane looks for its next best. Picks the same experts
  * in the same order as k_router (the ranking is a strict order), with the same arithmetic. */
 #define ST_ROUTER_WARP_MAX 256
+/* The best of a lane's PER scores (expert lane + 32 q) not marked in `taken`: value v, id i
+ * (INT_MAX when none is left) and its probability p. */
+template <int PER>
+__device__ __forceinline__ void st_lane_best(const float (&score)[PER], const float (&prob)[PER], unsigned taken,
+                                             int lane, float &v, int &i, float &p) {
+    v = NAN;
+    i = 0x7fffffff;
+    p = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PER; q++)
+        if (!(taken >> q & 1u) && st_before(score[q], lane + q * ST_WARP, v, i)) {
+            v = score[q];
+            i = lane + q * ST_WARP;
+            p = prob[q];
+        }
+}
+
 template <int PER>
 __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, const float *bias, int k, int normalize,
                               float wscale, int32_t *ids, float *weights) {
@@ -256,15 +273,9 @@ __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, cons
         if (e >= E) taken |= 1u << j;
     }
     /* this lane's best untaken element: value, expert id (INT_MAX: none), probability */
-    float lv = NAN, lp = 0.0f;
-    int li = 0x7fffffff;
-#pragma unroll
-    for (int q = 0; q < PER; q++)
-        if (!(taken >> q & 1u) && st_before(score[q], lane + q * ST_WARP, lv, li)) {
-            lv = score[q];
-            li = lane + q * ST_WARP;
-            lp = prob[q];
-        }
+    float lv, lp;
+    int li;
+    st_lane_best<PER>(score, prob, taken, lane, lv, li, lp);
     float myw = 0.0f;
     int myid = 0;
     for (int j = 0; j < k; j++) {
@@ -287,16 +298,7 @@ __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, cons
         }
         if (bi == li) { /* this lane's element was picked: its next best */
             taken |= 1u << ((li - lane) / ST_WARP);
-            lv = NAN;
-            li = 0x7fffffff;
-            lp = 0.0f;
-#pragma unroll
-            for (int q = 0; q < PER; q++)
-                if (!(taken >> q & 1u) && st_before(score[q], lane + q * ST_WARP, lv, li)) {
-                    lv = score[q];
-                    li = lane + q * ST_WARP;
-                    lp = prob[q];
-                }
+            st_lane_best<PER>(score, prob, taken, lane, lv, li, lp);
         }
     }
     /* the same sum, in the same order, as k_router's thread 0 */
