@@ -121,6 +121,27 @@ static inline st_status st_check_act(const st_tensor &t, const char *op, const c
     return ST_OK;
 }
 
+/* A paged K or V cache that KV_WRITE or ATTN_PREP writes rows of hd elements for nkv heads
+ * into: F32/F16/BF16 contiguous in dim 0, or Q8_0 with hd % 32 == 0 and 2-byte aligned rows. */
+static inline st_status st_check_kv_cache(const st_tensor &c, int64_t hd, int64_t nkv, const char *op,
+                                          const char *name) {
+    if (!c.data) return st_mod_fail(ST_INVALID, "cuda %s: %s cache has no data", op, name);
+    if (c.ne[0] != hd || c.ne[1] != nkv)
+        return st_mod_fail(ST_INVALID, "cuda %s: %s is [%lld][%lld], cache rows are [%lld][%lld]", op, name,
+                           (long long)nkv, (long long)hd, (long long)c.ne[1], (long long)c.ne[0]);
+    if (c.type == ST_TYPE_Q8_0) {
+        if (hd % 32) return st_mod_fail(ST_INVALID, "cuda %s: Q8_0 cache needs head_dim %% 32 == 0 (%lld)", op, (long long)hd);
+        if (((uintptr_t)c.data | (uintptr_t)c.nb[1] | (uintptr_t)c.nb[2]) & 1)
+            return st_mod_fail(ST_UNSUPPORTED, "cuda %s: Q8_0 cache rows must be 2-byte aligned", op);
+        return ST_OK;
+    }
+    if (!st_is_act(c.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: cache type %s (F32/F16/BF16/Q8_0)", op, st_cuda_type_name(c.type));
+    if (c.nb[0] != st_act_size(c.type))
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: cache not contiguous in dim 0", op);
+    return ST_OK;
+}
+
 static inline int st_same_shape(const st_tensor &a, const st_tensor &b) {
     return a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3];
 }

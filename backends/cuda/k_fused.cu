@@ -132,25 +132,6 @@ __global__ void __launch_bounds__(ST_AP_WARPS * ST_WARP) k_attn_prep(st_ap_param
     }
 }
 
-static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, int64_t nkv) {
-    if (!c.data) return st_mod_fail(ST_INVALID, "cuda attn_prep: %s cache has no data", name);
-    if (c.ne[0] != hd || c.ne[1] != nkv)
-        return st_mod_fail(ST_INVALID, "cuda attn_prep: %s cache rows are [%lld][%lld], heads are [%lld][%lld]", name,
-                           (long long)c.ne[1], (long long)c.ne[0], (long long)nkv, (long long)hd);
-    if (c.type == ST_TYPE_Q8_0) {
-        if (hd % 32) return st_mod_fail(ST_INVALID, "cuda attn_prep: Q8_0 %s cache needs head_dim %% 32 == 0", name);
-        if (((uintptr_t)c.data | (uintptr_t)c.nb[1] | (uintptr_t)c.nb[2]) & 1)
-            return st_mod_fail(ST_UNSUPPORTED, "cuda attn_prep: Q8_0 %s cache rows must be 2-byte aligned", name);
-        return ST_OK;
-    }
-    if (!st_is_act(c.type))
-        return st_mod_fail(ST_UNSUPPORTED, "cuda attn_prep: %s cache type %s (F32/F16/BF16/Q8_0)", name,
-                           st_cuda_type_name(c.type));
-    if (c.nb[0] != st_act_size(c.type))
-        return st_mod_fail(ST_UNSUPPORTED, "cuda attn_prep: %s cache not contiguous in dim 0", name);
-    return ST_OK;
-}
-
 static st_status check_norm(const st_tensor &w, const char *name, int64_t D) {
     if (!w.data) return ST_OK;
     if (w.type != ST_TYPE_F32 || w.ne[0] != D || w.nb[0] != 4)
@@ -174,8 +155,8 @@ extern "C" st_status st_cuda_attn_prep(st_stream *s, const st_attn_prep_args *a)
                            ST_AP_MAX_HD);
     ST_TRY(check_norm(a->q_norm, "q", D));
     ST_TRY(check_norm(a->k_norm, "k", D));
-    ST_TRY(check_cache(a->k_cache, "k", D, Hk));
-    ST_TRY(check_cache(a->v_cache, "v", Dv, Hk));
+    ST_TRY(st_check_kv_cache(a->k_cache, D, Hk, "attn_prep", "k"));
+    ST_TRY(st_check_kv_cache(a->v_cache, Dv, Hk, "attn_prep", "v"));
     st_ap_params p;
     ST_TRY(st_rope_freq_of(&a->rope, D, "attn_prep", &p.f));
     if (!n || !H) return ST_OK;

@@ -130,21 +130,7 @@ static st_status kv_one(st_stream *s, const st_tensor &src, const st_tensor &cac
                         const char *name) {
     ST_TRY(st_check_act(src, "kv_write", name));
     const int64_t hd = src.ne[0], nkv = src.ne[1], n = src.ne[2] * src.ne[3];
-    if (!cache.data) return st_mod_fail(ST_INVALID, "cuda kv_write: %s cache has no data", name);
-    if (cache.ne[0] != hd || cache.ne[1] != nkv)
-        return st_mod_fail(ST_INVALID, "cuda kv_write: %s is [%lld][%lld], cache rows are [%lld][%lld]", name,
-                           (long long)nkv, (long long)hd, (long long)cache.ne[1], (long long)cache.ne[0]);
-    if (cache.type == ST_TYPE_Q8_0) {
-        if (hd % 32) return st_mod_fail(ST_INVALID, "cuda kv_write: Q8_0 cache needs head_dim %% 32 == 0 (%lld)", (long long)hd);
-        if (((uintptr_t)cache.data | (uintptr_t)cache.nb[1] | (uintptr_t)cache.nb[2]) & 1)
-            return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: Q8_0 cache rows must be 2-byte aligned");
-    } else if (cache.type == ST_TYPE_F32 || cache.type == ST_TYPE_F16 || cache.type == ST_TYPE_BF16) {
-        if (cache.nb[0] != st_act_size(cache.type))
-            return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache not contiguous in dim 0");
-    } else {
-        return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: cache type %s (F32/F16/BF16/Q8_0)",
-                           st_cuda_type_name(cache.type));
-    }
+    ST_TRY(st_check_kv_cache(cache, hd, nkv, "kv_write", name));
     if (!hd || !nkv || !n) return ST_OK;
     if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda kv_write: %lld tokens", (long long)n);
     k_kv_write<<<(unsigned)n, 256, 0, s->s>>>(st_view_of(src), (char *)cache.data, (int)cache.type, cache.nb[1],

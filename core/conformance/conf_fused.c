@@ -3,11 +3,15 @@
  * the model uses: Q, K and V as strided views into one fused QKV row, expert slots with
  * non-resident experts, and both the decode sizes and sizes past a module's fast path. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "conformance/conf_ops.h"
 #include "quant/quant.h"
+
+/* The device's slot for fused op `f`, or NULL when its ops table (an older ABI's) ends before it. */
+#define FUSED_SLOT(c, f) ((c)->ops->size > offsetof(st_backend_ops, f) ? (const void *)(c)->ops->f : NULL)
 
 /* ---- ATTN_PREP ----------------------------------------------------------------------- */
 typedef struct {
@@ -28,7 +32,7 @@ static void prep_case(st_conf_ctx *c, const prep_shape *sh, uint32_t cache_t) {
     snprintf(name, sizeof name, "attn_prep %s n=%d heads=%d/%d hd=%d rot=%d%s%s%s%s", st_type_name(cache_t), sh->n,
              sh->heads, sh->kv_heads, sh->hd, sh->n_rot, sh->neox ? " neox" : "", sh->qnorm ? " qnorm" : "",
              sh->knorm ? " knorm" : "", sh->yarn ? " yarn" : "");
-    if (!st_conf_claimed(c, (const void *)(c->ops->size > offsetof(st_backend_ops, attn_prep) ? c->ops->attn_prep : NULL),
+    if (!st_conf_claimed(c, FUSED_SLOT(c, attn_prep),
                          ST_OP_ATTN_PREP, cache_t, name))
         return;
     const int64_t n = sh->n, H = sh->heads, Hk = sh->kv_heads, D = sh->hd, row = (H + 2 * Hk) * D, n_cells = 48;
@@ -138,7 +142,7 @@ static void gate_up_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_ass
     char name[128];
     snprintf(name, sizeof name, "moe_gate_up %s x=%d assign=%d F=%lld K=%lld", st_type_name(wt), n_x, n_assign,
              (long long)F, (long long)K);
-    if (!st_conf_claimed(c, (const void *)(c->ops->size > offsetof(st_backend_ops, moe_gate_up) ? c->ops->moe_gate_up : NULL),
+    if (!st_conf_claimed(c, FUSED_SLOT(c, moe_gate_up),
                          ST_OP_MOE_GATE_UP, wt, name))
         return;
     st_moe_gate_up_args h = {.size = sizeof h, .n_assign = n_assign}, d;
@@ -194,7 +198,7 @@ static void down_case(st_conf_ctx *c, uint32_t wt, int32_t n, int32_t k, int64_t
     char name[128];
     snprintf(name, sizeof name, "moe_down %s n=%d k=%d M=%lld K=%lld%s", st_type_name(wt), n, k, (long long)M,
              (long long)K, acc ? " accumulate" : "");
-    if (!st_conf_claimed(c, (const void *)(c->ops->size > offsetof(st_backend_ops, moe_down) ? c->ops->moe_down : NULL),
+    if (!st_conf_claimed(c, FUSED_SLOT(c, moe_down),
                          ST_OP_MOE_DOWN, wt, name))
         return;
     st_moe_down_args h = {.size = sizeof h, .k = k, .accumulate = acc}, d;
