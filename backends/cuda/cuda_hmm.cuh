@@ -672,6 +672,168 @@ static inline st_view st_hm2_x16_view(st_stream *s, const st_tensor &x, uint64_t
     return h;
 }
 
+/* ---- Shared-memory tile for many columns ----------------------------------------------
+ * A 128 (weight rows) x 128 (activation columns) block of 8 warps for dense weights with many
+ * columns (prefill steps). The register-fragment tile above decodes each weight once per 32
+ * columns and keeps no copy; here a chunk of 64 K of the block's 128 weight rows is decoded
+ * once into shared memory (the same loaders, st_hm2_w) and read by the 4 warps of each half of
+ * the columns through ldmatrix, so the decode and the weight reads are shared by 128 columns.
+ * Warp w computes rows 64(w/4)..+63 and columns 32(w%4)..+31 (4 x 4 m16n8k16 tiles). Raw
+ * weights and activations of chunk c+1 are loaded into registers while chunk c is multiplied.
+ * Shared rows hold 72 halves (144 bytes): the 8 rows an ldmatrix phase reads fall in different
+ * banks. Natural K order (no permutation): both operands come through ldmatrix. */
+#define ST_HM3_THREADS 256
+#define ST_HM3_BM 128
+#define ST_HM3_BN 128
+#define ST_HM3_LD 72
+
+/* r[0..3] = the four 8x8 F16 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 address. */
+__device__ __forceinline__ void st_ldsm4(uint32_t *r, const __half *p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+#else
+    (void)p;
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+
+/* out[col][m] = sum_k W[m][k] x[col][k] for the block's 128 x 128 tile, k in [k0, k1) where
+ * k0 = blockIdx.z * kchunk (a multiple of 64) and k1 = min(k0 + kchunk, K) a multiple of 32;
+ * with kchunk < K the sums are added atomically to a zeroed F32 output. */
+template <int T>
+__global__ void __launch_bounds__(ST_HM3_THREADS, 1)
+k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using WF = st_hm2_w<T>;
+    __shared__ __align__(16) __half sw[ST_HM3_BM][ST_HM3_LD];
+    __shared__ __align__(16) __half sx[ST_HM3_BN][ST_HM3_LD];
+    const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane / 4, t = lane % 4;
+    const int64_t m0 = (int64_t)blockIdx.x * ST_HM3_BM, n0 = (int64_t)blockIdx.y * ST_HM3_BN;
+    const int64_t k0 = (int64_t)blockIdx.z * kchunk, k1 = k0 + kchunk < K ? k0 + kchunk : K;
+    const bool atomic = kchunk < K;
+    /* staging: weight units (row, quad lane t) tid and tid + 256; activation units (column,
+     * 8-element group) tid + 256j. Rows past M are clamped (read, never stored). */
+    const uint8_t *wr[2];
+    int wrow[2];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        wrow[j] = (tid + j * ST_HM3_THREADS) / 4;
+        int64_t m = m0 + wrow[j];
+        if (m >= M) m = M - 1;
+        wr[j] = W + m * w_nb1;
+    }
+    const char *xr[4];
+    int xc[4], xk[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int q = tid + j * ST_HM3_THREADS;
+        xc[j] = q / 8;
+        xk[j] = q % 8;
+        xr[j] = n0 + xc[j] < n ? st_row(x, n0 + xc[j]) : NULL;
+    }
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    const int wm = warp / 4, wn = warp % 4;
+    const int64_t c0 = k0 / ST_HM2_BK, c1 = (k1 + ST_HM2_BK - 1) / ST_HM2_BK;
+    typename WF::raw rw[2];
+    st_hm2_xraw rx[4];
+    {
+        const bool hi = c0 * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+        for (int j = 0; j < 2; j++) WF::fetch(wr[j], c0, t, hi, rw[j]);
+#pragma unroll
+        for (int j = 0; j < 4; j++) st_hm2_xfetch(xr[j], x.type, c0 * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hi, rx[j]);
+        for (int64_t c = c0 + 1; c < c0 + ST_HM2_L2AHEAD && (c + 1) * ST_HM2_BK <= k1; c++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) st_hm2_l2<T>(wr[j], c, t);
+    }
+    for (int64_t c = c0; c < c1; c++) {
+        const bool hi = c * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            uint32_t h[8];
+            WF::decode(rw[j], c, h);
+            *(uint4 *)&sw[wrow[j]][8 * t] = make_uint4(h[0], h[1], h[2], h[3]);
+            *(uint4 *)&sw[wrow[j]][32 + 8 * t] = make_uint4(h[4], h[5], h[6], h[7]);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) *(uint4 *)&sx[xc[j]][xk[j] * 8] = st_hm2_xcvt(rx[j], x.type);
+        __syncthreads();
+        if (c + 1 < c1) {
+            const bool hn = (c + 1) * ST_HM2_BK + ST_HM2_BK <= k1;
+#pragma unroll
+            for (int j = 0; j < 2; j++) WF::fetch(wr[j], c + 1, t, hn, rw[j]);
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                st_hm2_xfetch(xr[j], x.type, (c + 1) * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hn, rx[j]);
+        }
+        if ((c + ST_HM2_L2AHEAD + 1) * ST_HM2_BK <= k1) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) st_hm2_l2<T>(wr[j], c + ST_HM2_L2AHEAD, t);
+        }
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            if (ks == 2 && !hi) break; /* the chunk's second 32 are zeros */
+            uint32_t a[4][4], b[4][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) st_ldsm4(a[mt], &sw[wm * 64 + mt * 16 + (lane % 16)][ks * 16 + (lane / 16) * 8]);
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t r[4];
+                st_ldsm4(r, &sx[wn * 32 + np * 16 + (lane % 8) + (lane / 16) * 8][ks * 16 + ((lane / 8) % 2) * 8]);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++)
+                    st_mma16816(acc[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[nt][0], b[nt][1]);
+        }
+        __syncthreads();
+    }
+    /* acc[mt][nt][e]: row 64wm + 16mt + g + 8(e/2), column 32wn + 8nt + 2t + e%2 */
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t m = m0 + wm * 64 + mt * 16 + g + (e >> 1) * 8, col = n0 + wn * 32 + nt * 8 + 2 * t + (e & 1);
+                if (m >= M || col >= n) continue;
+                char *orow = st_row(out, col);
+                if (atomic) atomicAdd((float *)orow + m, acc[mt][nt][e]);
+                else st_st(orow, out.type, m, acc[mt][nt][e]);
+            }
+#else
+    (void)W; (void)w_nb1; (void)M; (void)K; (void)kchunk; (void)x; (void)n; (void)out;
+#endif
+}
+
+/* The fewest activation columns for which MATMUL takes the 128 x 128 tile:
+ * STRATA_CUDA_BIGTILE_MIN=n (0, the default, leaves it off: measured slower than the
+ * register-fragment tile on an H200, see docs/cuda.md). Read once. */
+static inline int64_t st_hm3_min_cols(void) {
+    static int64_t v = -1;
+    if (v < 0) {
+        const char *e = getenv("STRATA_CUDA_BIGTILE_MIN");
+        v = e && *e ? atoll(e) : 0;
+        if (v < 0) v = 0;
+    }
+    return v;
+}
+
 /* STRATA_CUDA_TILE_OLD=1 selects the shared-memory wmma tile above instead of the register-
  * fragment tile (a switch for comparing the two on a device). Read once. */
 static inline bool st_hm2_disabled(void) {

@@ -247,6 +247,242 @@ template <int HD> static st_status st_fa_launch(st_stream *s, const st_att_param
     return st_cuda_launched(s, "attention");
 }
 
+/* ---- prefill: flash attention with the tiles in registers --------------------------------
+ * The same blocks as k_attention_fa (64 query tokens of one head, 4 warps of 16 rows, K/V
+ * positions 64 at a time, tokens of another sequence left to st_fa_row_serial), but each warp
+ * keeps its scores S, probabilities P and output O in mma.sync m16n8k16 fragments: S = Q.K^T
+ * with Q's fragments loaded once, the online softmax on the fragment rows (a quad of lanes
+ * shares a row), P reused in registers as the A operand of O += P.V (V through ldmatrix.trans).
+ * Only K and V pass through shared memory. STRATA_CUDA_FA_OLD=1 selects k_attention_fa. */
+#define ST_FA2_LDK(HD) ((HD) + 8) /* halves per staged row: 8 rows of an ldmatrix phase in different banks */
+
+__device__ __forceinline__ void st_fa2_ldsm4(uint32_t *r, const __half *p, bool trans) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+#else
+    (void)p; (void)trans;
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+
+__device__ __forceinline__ void st_fa2_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d; (void)a; (void)b0; (void)b1;
+#endif
+}
+
+__device__ __forceinline__ uint32_t st_fa2_pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *(const uint32_t *)&h;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int LD = ST_FA2_LDK(HD), NT = ST_FA_BKV / 8, DT = HD / 8;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __half *sQ = (__half *)smem, *sK = sQ + ST_FA_BQ * LD, *sV = sK + ST_FA_BKV * LD;
+    int *sLen = (int *)(sV + ST_FA_BKV * LD), *sOk = sLen + ST_FA_BQ;
+    __shared__ int s_max, s_foreign, s_seq;
+    const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane / 4, t = lane % 4;
+    const int64_t h = blockIdx.y, i0 = (int64_t)blockIdx.x * ST_FA_BQ;
+    const int64_t kvh = h / (p.n_head / p.n_kv);
+    if (tid == 0) {
+        s_max = 0;
+        s_foreign = 0;
+        s_seq = p.seq[i0];
+    }
+    __syncthreads();
+    if (tid < ST_FA_BQ) {
+        const int64_t i = i0 + tid;
+        int len = 0;
+        if (i < p.n) {
+            len = min(p.kv_len[i], p.max_pos);
+            if (p.seq[i] != s_seq) {
+                len = 0;
+                atomicOr(&s_foreign, 1);
+            }
+        }
+        sLen[tid] = len;
+        atomicMax(&s_max, len);
+    }
+    /* Q tile, pre-scaled, as F16; rows past n are zero */
+    for (int e = tid; e < ST_FA_BQ * HD; e += ST_FA_THREADS) {
+        const int r = e / HD, d = e % HD;
+        const int64_t i = i0 + r;
+        const float v = i < p.n ? st_ld(st_row(p.q, i * p.n_head + h), p.q.type, d) * p.scale : 0.0f;
+        sQ[r * LD + d] = __float2half_rn(v);
+    }
+    __syncthreads();
+    const int row0 = warp * 16;
+    uint32_t qa[HD / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++) st_fa2_ldsm4(qa[ks], &sQ[(row0 + lane % 16) * LD + ks * 16 + (lane / 16) * 8], false);
+    const int lenA = sLen[row0 + g], lenB = sLen[row0 + g + 8];
+    const float *mA = p.mask && i0 + row0 + g < p.n ? p.mask + (i0 + row0 + g) * (int64_t)p.max_pos : NULL;
+    const float *mB = p.mask && i0 + row0 + g + 8 < p.n ? p.mask + (i0 + row0 + g + 8) * (int64_t)p.max_pos : NULL;
+    float o[DT][4];
+#pragma unroll
+    for (int j = 0; j < DT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float mxA = -INFINITY, mxB = -INFINITY, lA = 0.0f, lB = 0.0f; /* l: this lane's share of the row sums */
+    const int Lmax = s_max;
+    const int32_t *cells = p.cell_table + (int64_t)s_seq * p.max_pos;
+    for (int kb = 0; kb < Lmax; kb += ST_FA_BKV) {
+        constexpr int PIECES = HD / 8;
+        for (int e = tid; e < ST_FA_BKV * PIECES; e += ST_FA_THREADS) {
+            const int r = e / PIECES, c8 = (e % PIECES) * 8;
+            const int pos = kb + r;
+            const int64_t cell = pos < Lmax ? cells[pos] : -1;
+            const bool ok = cell >= 0 && cell < p.n_cells;
+            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+            if (ok) {
+                kv = *(const uint4 *)(p.k + cell * p.k_nb2 + kvh * p.k_nb1 + c8 * 2);
+                vv = *(const uint4 *)(p.v + cell * p.v_nb2 + kvh * p.v_nb1 + c8 * 2);
+            }
+            *(uint4 *)&sK[r * LD + c8] = kv;
+            *(uint4 *)&sV[r * LD + c8] = vv;
+            if (c8 == 0) sOk[r] = ok;
+        }
+        __syncthreads();
+        /* S = Q.K^T: s[j][e] is row g + 8(e/2), position kb + 8j + 2t + e%2 */
+        float s[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < HD / 16; ks++)
+#pragma unroll
+            for (int jp = 0; jp < NT / 2; jp++) {
+                uint32_t b[4];
+                st_fa2_ldsm4(b, &sK[(jp * 16 + (lane % 8) + (lane / 16) * 8) * LD + ks * 16 + ((lane / 8) % 2) * 8], false);
+                st_fa2_mma(s[2 * jp], qa[ks], b[0], b[1]);
+                st_fa2_mma(s[2 * jp + 1], qa[ks], b[2], b[3]);
+            }
+        /* masking and the online softmax of rows A (g) and B (g + 8) */
+        float rmA = -INFINITY, rmB = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int c = 8 * j + 2 * t + (e & 1), pos = kb + c;
+                const bool rowB = e >= 2;
+                float v = s[j][e];
+                if (pos >= (rowB ? lenB : lenA) || !sOk[c]) v = -INFINITY;
+                else {
+                    const float *mr = rowB ? mB : mA;
+                    if (mr) v += mr[pos];
+                    if (v != v) v = -INFINITY;
+                }
+                s[j][e] = v;
+                if (rowB) rmB = fmaxf(rmB, v);
+                else rmA = fmaxf(rmA, v);
+            }
+        rmA = fmaxf(rmA, __shfl_xor_sync(0xffffffffu, rmA, 1));
+        rmA = fmaxf(rmA, __shfl_xor_sync(0xffffffffu, rmA, 2));
+        rmB = fmaxf(rmB, __shfl_xor_sync(0xffffffffu, rmB, 1));
+        rmB = fmaxf(rmB, __shfl_xor_sync(0xffffffffu, rmB, 2));
+        const float nA = fmaxf(mxA, rmA), nB = fmaxf(mxB, rmB);
+        const float cA = nA == -INFINITY ? 1.0f : __expf(mxA - nA), cB = nB == -INFINITY ? 1.0f : __expf(mxB - nB);
+        mxA = nA;
+        mxB = nB;
+        lA *= cA;
+        lB *= cB;
+#pragma unroll
+        for (int j = 0; j < DT; j++) {
+            o[j][0] *= cA;
+            o[j][1] *= cA;
+            o[j][2] *= cB;
+            o[j][3] *= cB;
+        }
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            s[j][0] = nA == -INFINITY ? 0.0f : __expf(s[j][0] - nA);
+            s[j][1] = nA == -INFINITY ? 0.0f : __expf(s[j][1] - nA);
+            s[j][2] = nB == -INFINITY ? 0.0f : __expf(s[j][2] - nB);
+            s[j][3] = nB == -INFINITY ? 0.0f : __expf(s[j][3] - nB);
+            lA += s[j][0] + s[j][1];
+            lB += s[j][2] + s[j][3];
+        }
+        /* O += P.V: P's A fragment for positions 16kk.. is s[2kk], s[2kk+1] packed to F16 */
+#pragma unroll
+        for (int kk = 0; kk < ST_FA_BKV / 16; kk++) {
+            const uint32_t pa[4] = {st_fa2_pack(s[2 * kk][0], s[2 * kk][1]), st_fa2_pack(s[2 * kk][2], s[2 * kk][3]),
+                                    st_fa2_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                    st_fa2_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int dp = 0; dp < DT / 2; dp++) {
+                uint32_t b[4];
+                st_fa2_ldsm4(b, &sV[(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dp * 16 + (lane / 16) * 8], true);
+                st_fa2_mma(o[2 * dp], pa, b[0], b[1]);
+                st_fa2_mma(o[2 * dp + 1], pa, b[2], b[3]);
+            }
+        }
+        __syncthreads(); /* every warp is done with sK/sV before the next positions */
+    }
+    lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+    const float iA = lA > 0.0f ? 1.0f / lA : 0.0f, iB = lB > 0.0f ? 1.0f / lB : 0.0f;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int64_t i = i0 + row0 + g + 8 * half;
+        if (i >= p.n || p.seq[i] != s_seq) continue;
+        char *orow = st_row(p.out, i * p.n_head + h);
+        const float inv = half ? iB : iA;
+#pragma unroll
+        for (int j = 0; j < DT; j++) {
+            st_st(orow, p.out.type, 8 * j + 2 * t, o[j][2 * half] * inv);
+            st_st(orow, p.out.type, 8 * j + 2 * t + 1, o[j][2 * half + 1] * inv);
+        }
+    }
+    if (s_foreign) {
+        for (int r = warp; r < ST_FA_BQ; r += ST_FA_THREADS / ST_WARP) {
+            const int64_t i = i0 + r;
+            if (i < p.n && p.seq[i] != s_seq) st_fa_row_serial(p, i, h);
+        }
+    }
+#else
+    (void)p;
+#endif
+}
+
+template <int HD> static st_status st_fa2_launch(st_stream *s, const st_att_params &p) {
+    const size_t bytes = (size_t)(ST_FA_BQ + 2 * ST_FA_BKV) * ST_FA2_LDK(HD) * 2 + (ST_FA_BQ + ST_FA_BKV) * 4;
+    if (bytes > s->dev->smem_optin) return ST_UNSUPPORTED;
+    static int done[ST_CUDA_MAX_DEVICES];
+    if (!done[s->dev->index % ST_CUDA_MAX_DEVICES]) {
+        cudaError_t e = cudaFuncSetAttribute(k_attention_fa2<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return ST_UNSUPPORTED;
+        }
+        done[s->dev->index % ST_CUDA_MAX_DEVICES] = 1;
+    }
+    dim3 grid(st_blocks(p.n, ST_FA_BQ), (unsigned)p.n_head);
+    k_attention_fa2<HD><<<grid, ST_FA_THREADS, bytes, s->s>>>(p);
+    return st_cuda_launched(s, "attention");
+}
+
+/* STRATA_CUDA_FA_OLD=1: the shared-memory flash attention instead of the register one. */
+static bool st_fa2_disabled(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("STRATA_CUDA_FA_OLD");
+        v = e && e[0] == '1';
+    }
+    return v != 0;
+}
+
 /* Runs the tensor-core path when it applies; *ran says whether it did (ST_OK otherwise). */
 st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran) {
     *ran = false;
@@ -256,7 +492,8 @@ st_status st_cuda_attention_tc(st_stream *s, const st_att_params &p, bool *ran) 
     if (p.n < 16 || p.n_head > 65535) return ST_OK;
     if (((uintptr_t)p.k | (uintptr_t)p.v) % 16 || p.k_nb1 % 16 || p.k_nb2 % 16 || p.v_nb1 % 16 || p.v_nb2 % 16)
         return ST_OK;
-    st_status st = p.hd == 128 ? st_fa_launch<128>(s, p) : st_fa_launch<64>(s, p);
+    st_status st = st_fa2_disabled() ? (p.hd == 128 ? st_fa_launch<128>(s, p) : st_fa_launch<64>(s, p))
+                                     : (p.hd == 128 ? st_fa2_launch<128>(s, p) : st_fa2_launch<64>(s, p));
     if (st == ST_UNSUPPORTED) return ST_OK; /* not enough shared memory: the general kernel runs */
     *ran = true;
     return st;

@@ -100,9 +100,10 @@ struct st_mm_launch {
     int64_t M, K, n;
     bool half, frag;
     int64_t kchunk; /* split K for the tensor-core tiles (K: no split) */
-    st_view x16;    /* x for the register-fragment tile (an F16 copy when one fits) */
-    int64_t bm() const { return frag ? ST_HM2_BM : ST_HMM_BM; }
-    int64_t bn() const { return half ? (frag ? ST_MM_HM2_NB * 8 : ST_HMM_BN) : ST_TILE_N; }
+    st_view x16;    /* x for the register-fragment and big tiles (an F16 copy when one fits) */
+    bool big;       /* the 128 x 128 shared-memory tile (many columns) */
+    int64_t bm() const { return big ? ST_HM3_BM : frag ? ST_HM2_BM : ST_HMM_BM; }
+    int64_t bn() const { return big ? ST_HM3_BN : half ? (frag ? ST_MM_HM2_NB * 8 : ST_HMM_BN) : ST_TILE_N; }
     template <int T> cudaError_t run() const {
         st_view x = st_view_of(a->x), out = st_view_of(a->out);
         const uint8_t *W = (const uint8_t *)a->w.data;
@@ -129,8 +130,9 @@ struct st_mm_launch {
                     x16s.p += n0 * x16.nb1;
                     x16s.ne1 = nn;
                 }
-                dim3 grid(st_blocks(M, ST_HM2_BM), st_blocks(nn, (int)bn), (unsigned)st_blocks(K, (int)kchunk));
-                k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
+                dim3 grid(st_blocks(M, (int)bm()), st_blocks(nn, (int)bn), (unsigned)st_blocks(K, (int)kchunk));
+                if (big) k_hgemm3<T><<<grid, ST_HM3_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
+                else k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
             } else if (half) {
                 dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
                 k_hgemm<T><<<grid, ST_HMM_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, xs, nn, os);
@@ -171,18 +173,19 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     st_status fast_st;
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
     const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
-    st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}};
+    st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}, false};
+    L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols();
     if (L.half && n > ST_GEMV_COLS && n <= 65535ll * L.bn()) {
         /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
          * router): split K, summing atomically into a zeroed F32 output. */
         const int64_t tiles = (int64_t)st_blocks(M, (int)L.bm()) * st_blocks(n, (int)L.bn());
-        const int64_t want = 2ll * (s->dev->n_sm > 0 ? s->dev->n_sm : 32);
+        const int64_t want = (L.big ? 1ll : 2ll) * (s->dev->n_sm > 0 ? s->dev->n_sm : 32); /* blocks per SM */
         const bool flat = a->out.type == ST_TYPE_F32 && a->out.nb[1] == M * 4 &&
                           (a->out.ne[2] * a->out.ne[3] == 1 || (a->out.nb[2] == a->out.ne[1] * a->out.nb[1] &&
                                                                 (a->out.ne[3] == 1 || a->out.nb[3] == a->out.ne[2] * a->out.nb[2])));
         if (flat && tiles < want) {
             int64_t split = (want + tiles - 1) / tiles;
-            const int64_t bk = L.frag ? ST_HM2_BK : ST_HMM_BK; /* split points on K slices */
+            const int64_t bk = L.frag ? ST_HM2_BK : ST_HMM_BK; /* split points on K slices (the big tile's too) */
             int64_t chunk = (K / split + bk - 1) / bk * bk;
             if (chunk < 256) chunk = 256;
             if (chunk < K) {

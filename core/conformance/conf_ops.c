@@ -67,8 +67,11 @@ static void matmul_case(st_conf_ctx *c, uint32_t wt, uint32_t at, int64_t n, int
 void st_conf_matmul(st_conf_ctx *c) {
     static const int64_t shapes[][3] = {/* n, M, which K */
                                         {1, 1, 0}, {1, 17, 1}, {2, 33, 2}, {5, 64, 1}, {8, 19, 3},
-                                        {9, 65, 1}, {33, 70, 2}, {64, 128, 3}};
-    int n_shapes = c->quick ? 4 : 8;
+                                        {9, 65, 1}, {33, 70, 2}, {64, 128, 3},
+                                        /* prefill-sized column counts (a GPU's many-column tiles,
+                                           K split over blocks, a last chunk of 32) */
+                                        {130, 136, 1}, {160, 130, 0}};
+    int n_shapes = c->quick ? 4 : (int)(sizeof shapes / sizeof shapes[0]);
     for (size_t t = 0; t < N_WTYPES; t++)
         for (int s = 0; s < n_shapes; s++)
             matmul_case(c, k_weight_types[t], ST_TYPE_F32, shapes[s][0], shapes[s][1],
@@ -79,7 +82,11 @@ void st_conf_matmul(st_conf_ctx *c) {
         for (int a = 1; a < 3; a++) {
             matmul_case(c, few[t], k_act_types[a], 1, 17, k_for(few[t], 1));
             matmul_case(c, few[t], k_act_types[a], 9, 33, k_for(few[t], 2));
+            matmul_case(c, few[t], k_act_types[a], 131, 72, few[t] == ST_TYPE_F16 ? 512 : k_for(few[t], 2));
         }
+    /* plain weights with K a multiple of 64 (the shapes above give them odd K) */
+    matmul_case(c, ST_TYPE_F16, ST_TYPE_F32, 129, 136, 576);
+    matmul_case(c, ST_TYPE_BF16, ST_TYPE_F32, 140, 64, 192);
 }
 
 /* ---- GET_ROWS ------------------------------------------------------------------------ */
