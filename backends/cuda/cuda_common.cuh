@@ -146,6 +146,61 @@ static inline int st_same_shape(const st_tensor &a, const st_tensor &b) {
     return a.ne[0] == b.ne[0] && a.ne[1] == b.ne[1] && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3];
 }
 
+/* d += A.B for one m16n8k16 step, F16 inputs, F32 sums. */
+__device__ __forceinline__ void st_mma16816(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                            uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    (void)d; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
+#endif
+}
+
+/* r[0..3] = the four 8x8 F16 matrices of shared memory whose rows lanes 0-7, 8-15, 16-23,
+ * 24-31 address (ldmatrix; `trans` transposes each, for the B operand of a row-major matrix). */
+__device__ __forceinline__ void st_ldsm4(uint32_t *r, const __half *p, bool trans = false) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+#else
+    (void)p; (void)trans;
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+
+/* One 16-byte copy to shared memory that does not wait (zeros when !ok; src is then not read). */
+__device__ __forceinline__ void st_cp16(uint4 *dst, const void *src, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+#endif
+}
+__device__ __forceinline__ void st_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/* Waits until at most one committed group of this thread's copies is still in flight. */
+__device__ __forceinline__ void st_cp_wait1() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+/* Waits until every committed group of this thread's copies has landed. */
+__device__ __forceinline__ void st_cp_wait0() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 static inline unsigned st_blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
 
 #define ST_TRY(x)                         \

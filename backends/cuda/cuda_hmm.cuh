@@ -205,6 +205,17 @@ static inline bool st_hmm_ok(const st_device *d, uint32_t wtype, int64_t K, cons
  * The activations' B fragments need the same elements of a column, which lie contiguous in
  * shared memory: one 16-byte load gives a lane both steps. */
 #define ST_HM2_WARPS 4
+/* Blocks per SM the register-fragment tile kernels of format T are compiled for (launch
+ * bounds): 4 caps them at 128 registers per thread (16 warps per SM), 3 at 170 (12 warps).
+ * On an H200 (2026-12-03) 4 made Q8_0 prefill 4.8% faster and Q4_K's 9% slower (its decoder
+ * needs the registers); formats not measured keep 3. -DST_HM2_MINB=n forces n for all. */
+template <int T> struct st_hm2_minb {
+#ifdef ST_HM2_MINB
+    static constexpr int v = ST_HM2_MINB;
+#else
+    static constexpr int v = T == ST_TYPE_Q8_0 ? 4 : 3;
+#endif
+};
 #define ST_HM2_THREADS (ST_HM2_WARPS * ST_WARP)
 #define ST_HM2_BM (ST_HM2_WARPS * 32)
 #define ST_HM2_BK 64
@@ -268,18 +279,6 @@ __host__ __device__ __forceinline__ uint32_t st_h2_submul(uint32_t a, __half2 k,
 #else
     const float2 fa = __half22float2(st_u2h(a)), fk = __half22float2(k), fb = __half22float2(b);
     return st_f2h2((fa.x - fk.x) * fb.x, (fa.y - fk.y) * fb.y);
-#endif
-}
-
-/* d += A.B for one m16n8k16 step, F16 inputs, F32 sums. */
-__device__ __forceinline__ void st_mma16816(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                            uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    (void)d; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1;
 #endif
 }
 
@@ -678,45 +677,36 @@ static inline st_view st_hm2_x16_view(st_stream *s, const st_tensor &x, uint64_t
  * columns and keeps no copy; here a chunk of 64 K of the block's 128 weight rows is decoded
  * once into shared memory (the same loaders, st_hm2_w) and read by the 4 warps of each half of
  * the columns through ldmatrix, so the decode and the weight reads are shared by 128 columns.
- * Warp w computes rows 64(w/4)..+63 and columns 32(w%4)..+31 (4 x 4 m16n8k16 tiles). Raw
- * weights and activations of chunk c+1 are loaded into registers while chunk c is multiplied.
- * Shared rows hold 72 halves (144 bytes): the 8 rows an ldmatrix phase reads fall in different
- * banks. Natural K order (no permutation): both operands come through ldmatrix. */
+ * Warp w computes rows 64(w/4)..+63 and columns 32(w%4)..+31 (4 x 4 m16n8k16 tiles). The
+ * activations must be F16 (st_hm2_x16_view's copy): they are copied to shared memory with
+ * cp.async, so no registers hold them. Two stages, one barrier per chunk: the raw weights of
+ * chunk c+1 (registers) and its activations (cp.async) are in flight while chunk c is
+ * multiplied. Shared rows hold 72 halves (144 bytes): the 8 rows an ldmatrix phase reads fall
+ * in different banks. Natural K order: both operands come through ldmatrix. */
 #define ST_HM3_THREADS 256
 #define ST_HM3_BM 128
 #define ST_HM3_BN 128
 #define ST_HM3_LD 72
-
-/* r[0..3] = the four 8x8 F16 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 address. */
-__device__ __forceinline__ void st_ldsm4(uint32_t *r, const __half *p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a)
-                 : "memory");
-#else
-    (void)p;
-    r[0] = r[1] = r[2] = r[3] = 0;
-#endif
-}
+#define ST_HM3_SMEM (2 * (ST_HM3_BM + ST_HM3_BN) * ST_HM3_LD * 2) /* bytes of dynamic shared memory */
 
 /* out[col][m] = sum_k W[m][k] x[col][k] for the block's 128 x 128 tile, k in [k0, k1) where
  * k0 = blockIdx.z * kchunk (a multiple of 64) and k1 = min(k0 + kchunk, K) a multiple of 32;
- * with kchunk < K the sums are added atomically to a zeroed F32 output. */
+ * with kchunk < K the sums are added atomically to a zeroed F32 output. x is F16 with rows
+ * 16-byte aligned. */
 template <int T>
-__global__ void __launch_bounds__(ST_HM3_THREADS, 1)
+__global__ void __launch_bounds__(ST_HM3_THREADS, 2)
 k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     using WF = st_hm2_w<T>;
-    __shared__ __align__(16) __half sw[ST_HM3_BM][ST_HM3_LD];
-    __shared__ __align__(16) __half sx[ST_HM3_BN][ST_HM3_LD];
+    extern __shared__ __align__(16) unsigned char hm3_smem[];
+    __half(*sw)[ST_HM3_BM][ST_HM3_LD] = (__half(*)[ST_HM3_BM][ST_HM3_LD])hm3_smem;
+    __half(*sx)[ST_HM3_BN][ST_HM3_LD] = (__half(*)[ST_HM3_BN][ST_HM3_LD])(hm3_smem + 2 * ST_HM3_BM * ST_HM3_LD * 2);
     const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane / 4, t = lane % 4;
     const int64_t m0 = (int64_t)blockIdx.x * ST_HM3_BM, n0 = (int64_t)blockIdx.y * ST_HM3_BN;
     const int64_t k0 = (int64_t)blockIdx.z * kchunk, k1 = k0 + kchunk < K ? k0 + kchunk : K;
     const bool atomic = kchunk < K;
-    /* staging: weight units (row, quad lane t) tid and tid + 256; activation units (column,
-     * 8-element group) tid + 256j. Rows past M are clamped (read, never stored). */
+    /* staging: weight units (row, quad lane t) tid and tid + 256 (rows past M clamped: read,
+     * never stored); activation pieces (column, 8-element group) tid + 256j */
     const uint8_t *wr[2];
     int wrow[2];
 #pragma unroll
@@ -726,15 +716,17 @@ k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, 
         if (m >= M) m = M - 1;
         wr[j] = W + m * w_nb1;
     }
-    const char *xr[4];
-    int xc[4], xk[4];
+    const int xk = tid % 8;
+    auto stage_x = [&](int64_t c, int b, bool hi) {
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const int q = tid + j * ST_HM3_THREADS;
-        xc[j] = q / 8;
-        xk[j] = q % 8;
-        xr[j] = n0 + xc[j] < n ? st_row(x, n0 + xc[j]) : NULL;
-    }
+        for (int j = 0; j < 4; j++) {
+            const int col = tid / 8 + 32 * j;
+            const bool ok = n0 + col < n && (xk < 4 || hi);
+            const char *src = ok ? st_row(x, n0 + col) + (c * ST_HM2_BK + xk * 8) * 2 : x.p;
+            st_cp16((uint4 *)&sx[b][col][xk * 8], src, ok);
+        }
+        st_cp_commit();
+    };
     float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -745,36 +737,33 @@ k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, 
     const int wm = warp / 4, wn = warp % 4;
     const int64_t c0 = k0 / ST_HM2_BK, c1 = (k1 + ST_HM2_BK - 1) / ST_HM2_BK;
     typename WF::raw rw[2];
-    st_hm2_xraw rx[4];
     {
         const bool hi = c0 * ST_HM2_BK + ST_HM2_BK <= k1;
 #pragma unroll
         for (int j = 0; j < 2; j++) WF::fetch(wr[j], c0, t, hi, rw[j]);
-#pragma unroll
-        for (int j = 0; j < 4; j++) st_hm2_xfetch(xr[j], x.type, c0 * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hi, rx[j]);
+        stage_x(c0, 0, hi);
         for (int64_t c = c0 + 1; c < c0 + ST_HM2_L2AHEAD && (c + 1) * ST_HM2_BK <= k1; c++)
 #pragma unroll
             for (int j = 0; j < 2; j++) st_hm2_l2<T>(wr[j], c, t);
     }
     for (int64_t c = c0; c < c1; c++) {
+        const int b = (int)((c - c0) & 1);
         const bool hi = c * ST_HM2_BK + ST_HM2_BK <= k1;
 #pragma unroll
         for (int j = 0; j < 2; j++) {
             uint32_t h[8];
             WF::decode(rw[j], c, h);
-            *(uint4 *)&sw[wrow[j]][8 * t] = make_uint4(h[0], h[1], h[2], h[3]);
-            *(uint4 *)&sw[wrow[j]][32 + 8 * t] = make_uint4(h[4], h[5], h[6], h[7]);
+            *(uint4 *)&sw[b][wrow[j]][8 * t] = make_uint4(h[0], h[1], h[2], h[3]);
+            *(uint4 *)&sw[b][wrow[j]][32 + 8 * t] = make_uint4(h[4], h[5], h[6], h[7]);
         }
-#pragma unroll
-        for (int j = 0; j < 4; j++) *(uint4 *)&sx[xc[j]][xk[j] * 8] = st_hm2_xcvt(rx[j], x.type);
+        st_cp_wait0();
+        /* one barrier: stage b is complete, and every warp is done with stage b^1 (chunk c-1) */
         __syncthreads();
         if (c + 1 < c1) {
             const bool hn = (c + 1) * ST_HM2_BK + ST_HM2_BK <= k1;
 #pragma unroll
             for (int j = 0; j < 2; j++) WF::fetch(wr[j], c + 1, t, hn, rw[j]);
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                st_hm2_xfetch(xr[j], x.type, (c + 1) * ST_HM2_BK + xk[j] * 8, xk[j] < 4 || hn, rx[j]);
+            stage_x(c + 1, b ^ 1, hn);
         }
         if ((c + ST_HM2_L2AHEAD + 1) * ST_HM2_BK <= k1) {
 #pragma unroll
@@ -783,25 +772,24 @@ k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, 
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
             if (ks == 2 && !hi) break; /* the chunk's second 32 are zeros */
-            uint32_t a[4][4], b[4][2];
+            uint32_t a[4][4], bf[4][2];
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++) st_ldsm4(a[mt], &sw[wm * 64 + mt * 16 + (lane % 16)][ks * 16 + (lane / 16) * 8]);
+            for (int mt = 0; mt < 4; mt++) st_ldsm4(a[mt], &sw[b][wm * 64 + mt * 16 + (lane % 16)][ks * 16 + (lane / 16) * 8]);
 #pragma unroll
             for (int np = 0; np < 2; np++) {
                 uint32_t r[4];
-                st_ldsm4(r, &sx[wn * 32 + np * 16 + (lane % 8) + (lane / 16) * 8][ks * 16 + ((lane / 8) % 2) * 8]);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
+                st_ldsm4(r, &sx[b][wn * 32 + np * 16 + (lane % 8) + (lane / 16) * 8][ks * 16 + ((lane / 8) % 2) * 8]);
+                bf[2 * np][0] = r[0];
+                bf[2 * np][1] = r[1];
+                bf[2 * np + 1][0] = r[2];
+                bf[2 * np + 1][1] = r[3];
             }
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++)
-                    st_mma16816(acc[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[nt][0], b[nt][1]);
+                    st_mma16816(acc[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], bf[nt][0], bf[nt][1]);
         }
-        __syncthreads();
     }
     /* acc[mt][nt][e]: row 64wm + 16mt + g + 8(e/2), column 32wn + 8nt + 2t + e%2 */
 #pragma unroll
@@ -819,6 +807,20 @@ k_hgemm3(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, 
 #else
     (void)W; (void)w_nb1; (void)M; (void)K; (void)kchunk; (void)x; (void)n; (void)out;
 #endif
+}
+
+/* Allows k_hgemm3<T> its dynamic shared memory on the current device (once per device);
+ * false when the device cannot give it. */
+template <int T> static bool st_hm3_ready(const st_device *d) {
+    static int done[ST_CUDA_MAX_DEVICES];
+    int &f = done[d->index % ST_CUDA_MAX_DEVICES];
+    if (!f) {
+        const bool ok = (size_t)ST_HM3_SMEM <= d->smem_optin &&
+                        cudaFuncSetAttribute(k_hgemm3<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, ST_HM3_SMEM) == cudaSuccess;
+        if (!ok) (void)cudaGetLastError();
+        f = ok ? 1 : -1;
+    }
+    return f > 0;
 }
 
 /* The fewest activation columns for which MATMUL takes the 128 x 128 tile:

@@ -25,6 +25,34 @@ template <int HD> struct st_fa_layout {
                             bytes = stats + (size_t)ST_FA_BQ * 4 * 4 + ST_FA_BKV * 4;
 };
 
+/* The block's sequence (that of its first token), each of its ST_FA_BQ rows' visible length
+ * (0 past n and for tokens of another sequence, which set s_foreign) and the longest. All
+ * threads call; the values are visible to all when it returns. */
+__device__ __forceinline__ void st_fa_lengths(const st_att_params &p, int64_t i0, int *sLen, int &s_seq, int &s_foreign,
+                                              int &s_max) {
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        s_max = 0;
+        s_foreign = 0;
+        s_seq = p.seq[i0];
+    }
+    __syncthreads();
+    if (tid < ST_FA_BQ) {
+        const int64_t i = i0 + tid;
+        int len = 0;
+        if (i < p.n) {
+            len = min(p.kv_len[i], p.max_pos);
+            if (p.seq[i] != s_seq) {
+                len = 0;
+                atomicOr(&s_foreign, 1);
+            }
+        }
+        sLen[tid] = len;
+        atomicMax(&s_max, len);
+    }
+    __syncthreads();
+}
+
 /* One (token i, head h) by one warp, positions one after another (tokens of another sequence). */
 __device__ void st_fa_row_serial(const st_att_params &p, int64_t i, int64_t h) {
     const int lane = threadIdx.x % ST_WARP;
@@ -80,26 +108,10 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa(st_att_params p)
     const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP;
     const int64_t h = blockIdx.y, i0 = (int64_t)blockIdx.x * ST_FA_BQ;
     const int64_t kvh = h / (p.n_head / p.n_kv);
-    if (tid == 0) {
-        s_max = 0;
-        s_foreign = 0;
-        s_seq = p.seq[i0];
-    }
-    __syncthreads();
+    st_fa_lengths(p, i0, sLen, s_seq, s_foreign, s_max);
     if (tid < ST_FA_BQ) {
-        const int64_t i = i0 + tid;
-        int len = 0;
-        if (i < p.n) {
-            len = min(p.kv_len[i], p.max_pos);
-            if (p.seq[i] != s_seq) {
-                len = 0;
-                atomicOr(&s_foreign, 1);
-            }
-        }
-        sLen[tid] = len;
         sM[tid] = -INFINITY;
         sL[tid] = 0.0f;
-        atomicMax(&s_max, len);
     }
     /* Q tile, pre-scaled, as F16; rows past n are zero */
     for (int e = tid; e < ST_FA_BQ * HD; e += ST_FA_THREADS) {
@@ -250,110 +262,103 @@ template <int HD> static st_status st_fa_launch(st_stream *s, const st_att_param
 /* ---- prefill: flash attention with the tiles in registers --------------------------------
  * The same blocks as k_attention_fa (64 query tokens of one head, 4 warps of 16 rows, K/V
  * positions 64 at a time, tokens of another sequence left to st_fa_row_serial), but each warp
- * keeps its scores S, probabilities P and output O in mma.sync m16n8k16 fragments: S = Q.K^T
- * with Q's fragments loaded once, the online softmax on the fragment rows (a quad of lanes
- * shares a row), P reused in registers as the A operand of O += P.V (V through ldmatrix.trans).
- * Only K and V pass through shared memory. STRATA_CUDA_FA_OLD=1 selects k_attention_fa. */
-#define ST_FA2_LDK(HD) ((HD) + 8) /* halves per staged row: 8 rows of an ldmatrix phase in different banks */
-
-__device__ __forceinline__ void st_fa2_ldsm4(uint32_t *r, const __half *p, bool trans) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    if (trans)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
-#else
-    (void)p; (void)trans;
-    r[0] = r[1] = r[2] = r[3] = 0;
-#endif
-}
-
-__device__ __forceinline__ void st_fa2_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-    (void)d; (void)a; (void)b0; (void)b1;
-#endif
-}
+ * keeps Q, the scores S, the probabilities P and the output O in mma.sync m16n8k16 fragments:
+ * S = Q.K^T, the online softmax on the fragment rows (a quad of lanes shares a row), P reused
+ * in registers as the A operand of O += P.V (V through ldmatrix.trans). Only K and V pass
+ * through shared memory, two stages: the copies of tile j+1 (cp.async, cells looked up a tile
+ * earlier) are in flight while tile j is multiplied. STRATA_CUDA_FA_OLD=1 selects
+ * k_attention_fa. */
+template <int HD> struct st_fa2_layout {
+    static constexpr int ld = HD + 8; /* halves per staged row: 8 rows of an ldmatrix phase in different banks */
+    static constexpr int pieces = HD / 8, rstep = ST_FA_THREADS / pieces, rows = ST_FA_BKV / rstep;
+    static constexpr size_t kv = (size_t)ST_FA_BKV * ld * 2; /* bytes of one K (or V) stage */
+    static constexpr size_t bytes = 4 * kv + 2 * ST_FA_BKV * 4 + ST_FA_BQ * 4;
+};
 
 __device__ __forceinline__ uint32_t st_fa2_pack(float lo, float hi) {
     const __half2 h = __floats2half2_rn(lo, hi);
-    return *(const uint32_t *)&h;
+    uint32_t u;
+    memcpy(&u, &h, 4);
+    return u;
 }
 
 template <int HD>
-__global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p) {
+__global__ void __launch_bounds__(ST_FA_THREADS, 3) k_attention_fa2(st_att_params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    constexpr int LD = ST_FA2_LDK(HD), NT = ST_FA_BKV / 8, DT = HD / 8;
+    typedef st_fa2_layout<HD> Lo;
+    constexpr int LD = Lo::ld, NT = ST_FA_BKV / 8, DT = HD / 8;
     extern __shared__ __align__(128) unsigned char smem[];
-    __half *sQ = (__half *)smem, *sK = sQ + ST_FA_BQ * LD, *sV = sK + ST_FA_BKV * LD;
-    int *sLen = (int *)(sV + ST_FA_BKV * LD), *sOk = sLen + ST_FA_BQ;
+    __half *sK = (__half *)smem, *sV = (__half *)(smem + 2 * Lo::kv); /* [stage][pos][LD] */
+    int *sOk = (int *)(smem + 4 * Lo::kv), *sLen = sOk + 2 * ST_FA_BKV;
     __shared__ int s_max, s_foreign, s_seq;
     const int tid = threadIdx.x, warp = tid / ST_WARP, lane = tid % ST_WARP, g = lane / 4, t = lane % 4;
     const int64_t h = blockIdx.y, i0 = (int64_t)blockIdx.x * ST_FA_BQ;
     const int64_t kvh = h / (p.n_head / p.n_kv);
-    if (tid == 0) {
-        s_max = 0;
-        s_foreign = 0;
-        s_seq = p.seq[i0];
-    }
-    __syncthreads();
-    if (tid < ST_FA_BQ) {
-        const int64_t i = i0 + tid;
-        int len = 0;
-        if (i < p.n) {
-            len = min(p.kv_len[i], p.max_pos);
-            if (p.seq[i] != s_seq) {
-                len = 0;
-                atomicOr(&s_foreign, 1);
-            }
-        }
-        sLen[tid] = len;
-        atomicMax(&s_max, len);
-    }
-    /* Q tile, pre-scaled, as F16; rows past n are zero */
-    for (int e = tid; e < ST_FA_BQ * HD; e += ST_FA_THREADS) {
-        const int r = e / HD, d = e % HD;
-        const int64_t i = i0 + r;
-        const float v = i < p.n ? st_ld(st_row(p.q, i * p.n_head + h), p.q.type, d) * p.scale : 0.0f;
-        sQ[r * LD + d] = __float2half_rn(v);
-    }
-    __syncthreads();
+    st_fa_lengths(p, i0, sLen, s_seq, s_foreign, s_max);
     const int row0 = warp * 16;
+    /* Q fragments, pre-scaled F16, straight from memory (rows past n are zero) */
     uint32_t qa[HD / 16][4];
+    {
+        const int64_t ia = i0 + row0 + g, ib = ia + 8;
+        const char *qA = ia < p.n ? st_row(p.q, ia * p.n_head + h) : NULL, *qB = ib < p.n ? st_row(p.q, ib * p.n_head + h) : NULL;
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) st_fa2_ldsm4(qa[ks], &sQ[(row0 + lane % 16) * LD + ks * 16 + (lane / 16) * 8], false);
+        for (int ks = 0; ks < HD / 16; ks++)
+#pragma unroll
+            for (int f = 0; f < 4; f++) {
+                const char *qr = f & 1 ? qB : qA;
+                const int d = ks * 16 + (f >> 1) * 8 + 2 * t;
+                qa[ks][f] = qr ? st_fa2_pack(st_ld(qr, p.q.type, d) * p.scale, st_ld(qr, p.q.type, d + 1) * p.scale) : 0u;
+            }
+    }
     const int lenA = sLen[row0 + g], lenB = sLen[row0 + g + 8];
     const float *mA = p.mask && i0 + row0 + g < p.n ? p.mask + (i0 + row0 + g) * (int64_t)p.max_pos : NULL;
     const float *mB = p.mask && i0 + row0 + g + 8 < p.n ? p.mask + (i0 + row0 + g + 8) * (int64_t)p.max_pos : NULL;
+    const int Lmax = s_max;
+    const int32_t *cells = p.cell_table + (int64_t)s_seq * p.max_pos;
+    /* staging: this thread copies 16-byte piece pc of rows rbase + rstep*k of each tile */
+    const int pc = (tid % Lo::pieces) * 8, rbase = tid / Lo::pieces;
+    int cc[Lo::rows];
+    auto cells_at = [&](int kb) {
+#pragma unroll
+        for (int k = 0; k < Lo::rows; k++) {
+            const int pos = kb + rbase + Lo::rstep * k;
+            const int c = pos < Lmax ? cells[pos] : -1;
+            cc[k] = c >= 0 && c < p.n_cells ? c : -1;
+        }
+    };
+    auto issue = [&](int st) {
+#pragma unroll
+        for (int k = 0; k < Lo::rows; k++) {
+            const int r = rbase + Lo::rstep * k;
+            const bool ok = cc[k] >= 0;
+            const int64_t c = ok ? cc[k] : 0;
+            st_cp16((uint4 *)&sK[(st * ST_FA_BKV + r) * LD + pc], p.k + c * p.k_nb2 + kvh * p.k_nb1 + pc * 2, ok);
+            st_cp16((uint4 *)&sV[(st * ST_FA_BKV + r) * LD + pc], p.v + c * p.v_nb2 + kvh * p.v_nb1 + pc * 2, ok);
+            if (pc == 0) sOk[st * ST_FA_BKV + r] = ok;
+        }
+        st_cp_commit();
+    };
     float o[DT][4];
 #pragma unroll
     for (int j = 0; j < DT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
     float mxA = -INFINITY, mxB = -INFINITY, lA = 0.0f, lB = 0.0f; /* l: this lane's share of the row sums */
-    const int Lmax = s_max;
-    const int32_t *cells = p.cell_table + (int64_t)s_seq * p.max_pos;
-    for (int kb = 0; kb < Lmax; kb += ST_FA_BKV) {
-        constexpr int PIECES = HD / 8;
-        for (int e = tid; e < ST_FA_BKV * PIECES; e += ST_FA_THREADS) {
-            const int r = e / PIECES, c8 = (e % PIECES) * 8;
-            const int pos = kb + r;
-            const int64_t cell = pos < Lmax ? cells[pos] : -1;
-            const bool ok = cell >= 0 && cell < p.n_cells;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (ok) {
-                kv = *(const uint4 *)(p.k + cell * p.k_nb2 + kvh * p.k_nb1 + c8 * 2);
-                vv = *(const uint4 *)(p.v + cell * p.v_nb2 + kvh * p.v_nb1 + c8 * 2);
-            }
-            *(uint4 *)&sK[r * LD + c8] = kv;
-            *(uint4 *)&sV[r * LD + c8] = vv;
-            if (c8 == 0) sOk[r] = ok;
+    if (Lmax > 0) {
+        cells_at(0);
+        issue(0);
+        if (ST_FA_BKV < Lmax) cells_at(ST_FA_BKV);
+    }
+    for (int kb = 0, it = 0; kb < Lmax; kb += ST_FA_BKV, it++) {
+        const int st = it & 1;
+        if (kb + ST_FA_BKV < Lmax) {
+            issue(st ^ 1);
+            if (kb + 2 * ST_FA_BKV < Lmax) cells_at(kb + 2 * ST_FA_BKV);
+        } else {
+            st_cp_commit(); /* an empty group keeps the count: the wait below leaves only the newest */
         }
+        st_cp_wait1();
         __syncthreads();
+        const __half *tK = sK + st * ST_FA_BKV * LD, *tV = sV + st * ST_FA_BKV * LD;
+        const int *tOk = sOk + st * ST_FA_BKV;
         /* S = Q.K^T: s[j][e] is row g + 8(e/2), position kb + 8j + 2t + e%2 */
         float s[NT][4];
 #pragma unroll
@@ -363,9 +368,9 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p
 #pragma unroll
             for (int jp = 0; jp < NT / 2; jp++) {
                 uint32_t b[4];
-                st_fa2_ldsm4(b, &sK[(jp * 16 + (lane % 8) + (lane / 16) * 8) * LD + ks * 16 + ((lane / 8) % 2) * 8], false);
-                st_fa2_mma(s[2 * jp], qa[ks], b[0], b[1]);
-                st_fa2_mma(s[2 * jp + 1], qa[ks], b[2], b[3]);
+                st_ldsm4(b, &tK[(jp * 16 + (lane % 8) + (lane / 16) * 8) * LD + ks * 16 + ((lane / 8) % 2) * 8]);
+                st_mma16816(s[2 * jp], qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3], b[0], b[1]);
+                st_mma16816(s[2 * jp + 1], qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3], b[2], b[3]);
             }
         /* masking and the online softmax of rows A (g) and B (g + 8) */
         float rmA = -INFINITY, rmB = -INFINITY;
@@ -376,7 +381,7 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p
                 const int c = 8 * j + 2 * t + (e & 1), pos = kb + c;
                 const bool rowB = e >= 2;
                 float v = s[j][e];
-                if (pos >= (rowB ? lenB : lenA) || !sOk[c]) v = -INFINITY;
+                if (pos >= (rowB ? lenB : lenA) || !tOk[c]) v = -INFINITY;
                 else {
                     const float *mr = rowB ? mB : mA;
                     if (mr) v += mr[pos];
@@ -415,18 +420,18 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p
         /* O += P.V: P's A fragment for positions 16kk.. is s[2kk], s[2kk+1] packed to F16 */
 #pragma unroll
         for (int kk = 0; kk < ST_FA_BKV / 16; kk++) {
-            const uint32_t pa[4] = {st_fa2_pack(s[2 * kk][0], s[2 * kk][1]), st_fa2_pack(s[2 * kk][2], s[2 * kk][3]),
-                                    st_fa2_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                    st_fa2_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            const uint32_t p0 = st_fa2_pack(s[2 * kk][0], s[2 * kk][1]), p1 = st_fa2_pack(s[2 * kk][2], s[2 * kk][3]),
+                           p2 = st_fa2_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                           p3 = st_fa2_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
             for (int dp = 0; dp < DT / 2; dp++) {
                 uint32_t b[4];
-                st_fa2_ldsm4(b, &sV[(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dp * 16 + (lane / 16) * 8], true);
-                st_fa2_mma(o[2 * dp], pa, b[0], b[1]);
-                st_fa2_mma(o[2 * dp + 1], pa, b[2], b[3]);
+                st_ldsm4(b, &tV[(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dp * 16 + (lane / 16) * 8], true);
+                st_mma16816(o[2 * dp], p0, p1, p2, p3, b[0], b[1]);
+                st_mma16816(o[2 * dp + 1], p0, p1, p2, p3, b[2], b[3]);
             }
         }
-        __syncthreads(); /* every warp is done with sK/sV before the next positions */
+        __syncthreads(); /* every warp is done with this stage before it is refilled */
     }
     lA += __shfl_xor_sync(0xffffffffu, lA, 1);
     lA += __shfl_xor_sync(0xffffffffu, lA, 2);
@@ -457,7 +462,7 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa2(st_att_params p
 }
 
 template <int HD> static st_status st_fa2_launch(st_stream *s, const st_att_params &p) {
-    const size_t bytes = (size_t)(ST_FA_BQ + 2 * ST_FA_BKV) * ST_FA2_LDK(HD) * 2 + (ST_FA_BQ + ST_FA_BKV) * 4;
+    const size_t bytes = st_fa2_layout<HD>::bytes;
     if (bytes > s->dev->smem_optin) return ST_UNSUPPORTED;
     static int done[ST_CUDA_MAX_DEVICES];
     if (!done[s->dev->index % ST_CUDA_MAX_DEVICES]) {
@@ -662,15 +667,6 @@ st_status st_cuda_attention_gqa(st_stream *s, st_att_params p, bool *ran) {
 #define ST_DC_THREADS (ST_DC_WARPS * ST_WARP)
 #define ST_DC_MAXG 8
 
-__device__ __forceinline__ void st_mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                             uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
-
 /* Two floats as an F16 pair (x0 in the low half) and the pair of what rounding left out. */
 __device__ __forceinline__ void st_split_h2(float x0, float x1, uint32_t &hi, uint32_t &lo) {
     const __half2 h = __floats2half2_rn(x0, x1);
@@ -689,25 +685,6 @@ __device__ __forceinline__ int64_t st_dc_cell(const int32_t *cells, int pos, int
     if (pos >= p1) return -1;
     const int32_t c = cells[pos];
     return c >= 0 && c < n_cells ? (int64_t)c : -1;
-}
-
-/* One 16-byte copy to shared memory that does not wait (zeros when !ok; src is then not read). */
-__device__ __forceinline__ void st_cp16(uint4 *dst, const void *src, bool ok) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
-#endif
-}
-__device__ __forceinline__ void st_cp_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-/* Waits until at most one committed group of this thread's copies is still in flight. */
-__device__ __forceinline__ void st_cp_wait1() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-#endif
 }
 
 /* The cells of a 16-position tile at tb that thread (g, t) copies (K rows tb+g, tb+8+g; V rows
@@ -848,7 +825,7 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
                 sc[nt][u][0] = sc[nt][u][1] = sc[nt][u][2] = sc[nt][u][3] = 0.0f;
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
-                    st_mma_16816(sc[nt][u], qh[j][2 * u], ql[j][2 * u], qh[j][2 * u + 1], ql[j][2 * u + 1],
+                    st_mma16816(sc[nt][u], qh[j][2 * u], ql[j][2 * u], qh[j][2 * u + 1], ql[j][2 * u + 1],
                                  st_u4_word(kk[nt][j], 2 * u), st_u4_word(kk[nt][j], 2 * u + 1));
             }
         float s[4];
@@ -896,7 +873,7 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
                 const unsigned sel = (h & 1) ? 0x7632u : 0x5410u;
                 const uint32_t b0 = __byte_perm(st_u4_word(vv[0][c8], h >> 1), st_u4_word(vv[1][c8], h >> 1), sel);
                 const uint32_t b1 = __byte_perm(st_u4_word(vv[2][c8], h >> 1), st_u4_word(vv[3][c8], h >> 1), sel);
-                st_mma_16816(acc[8 * c8 + h], pa0, pa1, pa2, pa3, b0, b1);
+                st_mma16816(acc[8 * c8 + h], pa0, pa1, pa2, pa3, b0, b1);
             }
         /* the stage's data is consumed (the mma used it): refill it with tile k+2 */
         if (k + 2 < T) st_dc_issue<HD>(stage, p, kvh, xn, lane, g, t);

@@ -74,7 +74,7 @@ k_hgemm(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, s
 
 /* The same on the register-fragment tile: block (mx, ny, kz) computes out[ny*8NB ..][mx*128 ..]. */
 template <int T, int NB>
-__global__ void __launch_bounds__(ST_HM2_THREADS, 3)
+__global__ void __launch_bounds__(ST_HM2_THREADS, st_hm2_minb<T>::v)
 k_hgemm2(const uint8_t *W, int64_t w_nb1, int64_t M, int64_t K, int64_t kchunk, st_view x, int64_t n, st_view out) {
     __shared__ st_hm2_smem<NB> sm;
     __shared__ st_hmm_cols cols;
@@ -131,7 +131,7 @@ struct st_mm_launch {
                     x16s.ne1 = nn;
                 }
                 dim3 grid(st_blocks(M, (int)bm()), st_blocks(nn, (int)bn), (unsigned)st_blocks(K, (int)kchunk));
-                if (big) k_hgemm3<T><<<grid, ST_HM3_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
+                if (big) k_hgemm3<T><<<grid, ST_HM3_THREADS, ST_HM3_SMEM, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
                 else k_hgemm2<T, ST_MM_HM2_NB><<<grid, ST_HM2_THREADS, 0, s>>>(W, a->w.nb[1], M, K, kchunk, x16s, nn, os);
             } else if (half) {
                 dim3 grid(st_blocks(M, ST_HMM_BM), st_blocks(nn, ST_HMM_BN), (unsigned)st_blocks(K, (int)kchunk));
@@ -174,7 +174,18 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
     const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
     st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}, false};
-    L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols();
+    L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols() && (a->x.type == ST_TYPE_F16 || a->x.type == ST_TYPE_F32);
+#define ST_HM3_READY(T) st_hm3_ready<T>(s->dev)
+    if (L.big) {
+        L.big = [&]() -> bool { ST_WEIGHT_DISPATCH(a->w.type, ST_HM3_READY) return false; }();
+    }
+#undef ST_HM3_READY
+    L.x16 = L.frag && n > ST_GEMV_COLS ? st_hm2_x16_view(s, a->x, 0) : st_view_of(a->x);
+    if (L.big && (L.x16.type != ST_TYPE_F16 || L.x16.nb1 % 16 || ((uintptr_t)L.x16.p % 16) ||
+                  (L.x16.ne2 * L.x16.ne3 != 1 && L.x16.nb2 % 16) || (L.x16.ne3 != 1 && L.x16.nb3 % 16))) {
+        /* the big tile copies F16 activations with 16-byte cp.async; else the 128 x 32 tile runs */
+        L.big = false;
+    }
     if (L.half && n > ST_GEMV_COLS && n <= 65535ll * L.bn()) {
         /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
          * router): split K, summing atomically into a zeroed F32 output. */
@@ -195,7 +206,6 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
             }
         }
     }
-    L.x16 = L.frag && n > ST_GEMV_COLS ? st_hm2_x16_view(s, a->x, 0) : st_view_of(a->x);
 #define ST_MM_CALL(T)                                                                                 \
     (L.run<T>() != cudaSuccess ? st_mod_fail(ST_UNSUPPORTED, "cuda matmul: n = %lld rows of a 3-D/4-D view", \
                                              (long long)n)                                             \

@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(ST_HMM_THREADS) k_moe_hgemm(st_moe_params p, s
 
 /* Step 2 on the register-fragment tile (cuda_hmm.cuh): tiles of at most 8*NB assignments. */
 template <int T, int NB>
-__global__ void __launch_bounds__(ST_HM2_THREADS, 3) k_moe_hgemm2(st_moe_params p, st_moe_sorted q) {
+__global__ void __launch_bounds__(ST_HM2_THREADS, st_hm2_minb<T>::v) k_moe_hgemm2(st_moe_params p, st_moe_sorted q) {
     __shared__ st_hm2_smem<NB> sm;
     __shared__ st_hmm_cols cols;
     if ((int)blockIdx.y >= *q.n_tiles) return;
