@@ -39,7 +39,8 @@ finish() {
 
 install_tools() {
     local need=()
-    command -v powerpc64le-linux-gnu-gcc >/dev/null || need+=(gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross)
+    command -v powerpc64le-linux-gnu-gcc >/dev/null || need+=(gcc-powerpc64le-linux-gnu)
+    [ -f "$SYSROOT/include/stdio.h" ] || need+=(libc6-dev-ppc64el-cross) # the compiler does not pull it in
     command -v qemu-ppc64le >/dev/null || need+=(qemu-user)
     command -v cmake >/dev/null || need+=(cmake)
     [ ${#need[@]} = 0 ] && { echo "toolchain present"; return 0; }
