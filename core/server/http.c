@@ -154,12 +154,20 @@ static void gen_free(gen *g) {
     free(g);
 }
 
-/* Wait up to 50 ms for news on the request. */
-static void wait_news(gen *g) {
+/* When the client of g has gone away: cancels its request, frees g and returns 1. */
+static int cancel_if_gone(st_front *f, gen *g, struct MHD_Connection *c) {
+    if (!client_gone(c)) return 0;
+    st_front_cancel(f, g->r);
+    gen_free(g);
+    return 1;
+}
+
+/* Waits until the request has news (tokens, done, failure) or ms milliseconds pass. */
+static void wait_news(gen *g, long ms) {
     st_req *r = g->r;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000L;
+    ts.tv_nsec += ms * 1000000L;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -241,7 +249,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             g->finished = 1;
             continue;
         }
-        if (g->out_n == 0) wait_news(g);
+        if (g->out_n == 0) wait_news(g, 50);
     }
 }
 
@@ -314,7 +322,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     g->t0 = st_now_ns();
     /* a refusal (queue full, context) or a failure before the first token arrives quickly:
      * answer it as an HTTP error; once a token came, a stream starts and carries any error */
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 40; i++) { /* up to 200 ms, watching the client as below */
         pthread_mutex_lock(&g->r->mu);
         int failed = g->r->failed, st = g->r->fail_status, any = g->r->n_toks > 0;
         pthread_mutex_unlock(&g->r->mu);
@@ -325,7 +333,8 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
             return ok;
         }
         if (any || failed) break;
-        wait_news(g);
+        if (cancel_if_gone(f, g, c)) return MHD_NO;
+        wait_news(g, 5);
     }
     if (g->q.stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, g, stream_free);
@@ -350,12 +359,10 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
             return ok;
         }
         if (done) break;
-        if (client_gone(c)) {
-            st_front_cancel(f, g->r);
-            gen_free(g);
-            return MHD_NO;
-        }
-        wait_news(g);
+        if (cancel_if_gone(f, g, c)) return MHD_NO;
+        /* the client's socket is looked at between short waits, so a cancel reaches the
+         * engine within the step that was running when the client went away */
+        wait_news(g, 5);
     }
     if (!g->stop_hit) {
         const char *s;
