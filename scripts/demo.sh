@@ -7,7 +7,17 @@ cd "$(dirname "$0")/.."
 port=${1:-8080}
 build=${STRATA_BUILD:-build}
 bash ci/install-deps.sh --minimal
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# CUDA kernels for every architecture take long on a small machine: the demo builds them for
+# this machine's GPU only, and not at all without one (STRATA_DEMO_CMAKE adds cmake options)
+cuda=()
+if cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1) && [ -n "$cc" ] &&
+  [ "${cc//./}" -ge 75 ] 2>/dev/null; then
+  cuda=(-DSTRATA_CUDA_ARCHS="${cc//./}")
+else
+  cuda=(-DSTRATA_BACKEND_CUDA=OFF)
+fi
+# shellcheck disable=SC2086
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" ${STRATA_DEMO_CMAKE:-} >/dev/null
 cmake --build "$build" -j"$(nproc)"
 strata="$build/bin/strata"
 mkdir -p "$build/models"
