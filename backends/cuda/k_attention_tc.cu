@@ -93,6 +93,14 @@ __device__ void st_fa_row_serial(const st_att_params &p, int64_t i, int64_t h) {
     }
 }
 
+/* The block's tokens of a sequence other than s_seq, one warp per row (after the tiles). */
+__device__ void st_fa_foreign(const st_att_params &p, int64_t i0, int64_t h, int s_seq) {
+    for (int r = threadIdx.x / ST_WARP; r < ST_FA_BQ; r += ST_FA_THREADS / ST_WARP) {
+        const int64_t i = i0 + r;
+        if (i < p.n && p.seq[i] != s_seq) st_fa_row_serial(p, i, h);
+    }
+}
+
 template <int HD>
 __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa(st_att_params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -231,32 +239,33 @@ __global__ void __launch_bounds__(ST_FA_THREADS) k_attention_fa(st_att_params p)
         const float l = sL[r];
         st_st(st_row(p.out, i * p.n_head + h), p.out.type, d, l > 0.0f ? sO[r * Lo::ldo + d] / l : 0.0f);
     }
-    if (s_foreign) {
-        for (int r = warp; r < ST_FA_BQ; r += ST_FA_THREADS / ST_WARP) {
-            const int64_t i = i0 + r;
-            if (i < p.n && p.seq[i] != s_seq) st_fa_row_serial(p, i, h);
-        }
-    }
+    if (s_foreign) st_fa_foreign(p, i0, h, s_seq);
 #else
     (void)p;
 #endif
 }
 
-template <int HD> static st_status st_fa_launch(st_stream *s, const st_att_params &p) {
-    const size_t bytes = st_fa_layout<HD>::bytes;
+/* Launches prefill flash-attention kernel kern over (64-token blocks, heads) with `bytes` of
+ * dynamic shared memory, raising its limit once per device (done: that kernel's flags);
+ * ST_UNSUPPORTED when the device cannot give that much (the caller then runs another path). */
+static st_status st_fa_run(st_stream *s, const st_att_params &p, void (*kern)(st_att_params), size_t bytes, int *done) {
     if (bytes > s->dev->smem_optin) return ST_UNSUPPORTED;
-    static int done[ST_CUDA_MAX_DEVICES];
-    if (!done[s->dev->index % ST_CUDA_MAX_DEVICES]) {
-        cudaError_t e = cudaFuncSetAttribute(k_attention_fa<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-        if (e != cudaSuccess) {
+    int &f = done[s->dev->index % ST_CUDA_MAX_DEVICES];
+    if (!f) {
+        if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
             (void)cudaGetLastError();
             return ST_UNSUPPORTED;
         }
-        done[s->dev->index % ST_CUDA_MAX_DEVICES] = 1;
+        f = 1;
     }
     dim3 grid(st_blocks(p.n, ST_FA_BQ), (unsigned)p.n_head);
-    k_attention_fa<HD><<<grid, ST_FA_THREADS, bytes, s->s>>>(p);
+    kern<<<grid, ST_FA_THREADS, bytes, s->s>>>(p);
     return st_cuda_launched(s, "attention");
+}
+
+template <int HD> static st_status st_fa_launch(st_stream *s, const st_att_params &p) {
+    static int done[ST_CUDA_MAX_DEVICES];
+    return st_fa_run(s, p, k_attention_fa<HD>, st_fa_layout<HD>::bytes, done);
 }
 
 /* ---- prefill: flash attention with the tiles in registers --------------------------------
@@ -450,32 +459,15 @@ __global__ void __launch_bounds__(ST_FA_THREADS, 3) k_attention_fa2(st_att_param
             st_st(orow, p.out.type, 8 * j + 2 * t + 1, o[j][2 * half + 1] * inv);
         }
     }
-    if (s_foreign) {
-        for (int r = warp; r < ST_FA_BQ; r += ST_FA_THREADS / ST_WARP) {
-            const int64_t i = i0 + r;
-            if (i < p.n && p.seq[i] != s_seq) st_fa_row_serial(p, i, h);
-        }
-    }
+    if (s_foreign) st_fa_foreign(p, i0, h, s_seq);
 #else
     (void)p;
 #endif
 }
 
 template <int HD> static st_status st_fa2_launch(st_stream *s, const st_att_params &p) {
-    const size_t bytes = st_fa2_layout<HD>::bytes;
-    if (bytes > s->dev->smem_optin) return ST_UNSUPPORTED;
     static int done[ST_CUDA_MAX_DEVICES];
-    if (!done[s->dev->index % ST_CUDA_MAX_DEVICES]) {
-        cudaError_t e = cudaFuncSetAttribute(k_attention_fa2<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return ST_UNSUPPORTED;
-        }
-        done[s->dev->index % ST_CUDA_MAX_DEVICES] = 1;
-    }
-    dim3 grid(st_blocks(p.n, ST_FA_BQ), (unsigned)p.n_head);
-    k_attention_fa2<HD><<<grid, ST_FA_THREADS, bytes, s->s>>>(p);
-    return st_cuda_launched(s, "attention");
+    return st_fa_run(s, p, k_attention_fa2<HD>, st_fa2_layout<HD>::bytes, done);
 }
 
 /* STRATA_CUDA_FA_OLD=1: the shared-memory flash attention instead of the register one. */

@@ -174,18 +174,16 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
     const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
     st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}, false};
-    L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols() && (a->x.type == ST_TYPE_F16 || a->x.type == ST_TYPE_F32);
+    L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols();
 #define ST_HM3_READY(T) st_hm3_ready<T>(s->dev)
     if (L.big) {
         L.big = [&]() -> bool { ST_WEIGHT_DISPATCH(a->w.type, ST_HM3_READY) return false; }();
     }
 #undef ST_HM3_READY
     L.x16 = L.frag && n > ST_GEMV_COLS ? st_hm2_x16_view(s, a->x, 0) : st_view_of(a->x);
-    if (L.big && (L.x16.type != ST_TYPE_F16 || L.x16.nb1 % 16 || ((uintptr_t)L.x16.p % 16) ||
-                  (L.x16.ne2 * L.x16.ne3 != 1 && L.x16.nb2 % 16) || (L.x16.ne3 != 1 && L.x16.nb3 % 16))) {
-        /* the big tile copies F16 activations with 16-byte cp.async; else the 128 x 32 tile runs */
-        L.big = false;
-    }
+    /* the big tile copies F16 activations with 16-byte cp.async (rows 16-byte aligned: st_hmm_ok
+     * checked x's, the copy's are); other activations take the 128 x 32 tile */
+    if (L.x16.type != ST_TYPE_F16) L.big = false;
     if (L.half && n > ST_GEMV_COLS && n <= 65535ll * L.bn()) {
         /* Too few tiles to fill the device (short weight matrices such as K/V projections or a
          * router): split K, summing atomically into a zeroed F32 output. */
