@@ -3,7 +3,11 @@
 # against core/ref; exits 77 (reported as skipped) when no usable GPU is present.
 if(TARGET strata-cuda AND TARGET st_ref)
   add_executable(test_cuda_ops cuda/cuda_harness.c cuda/test_cuda_dense.c cuda/test_cuda_moe.c
-                 cuda/test_cuda_attention.c cuda/test_cuda_misc.c cuda/test_cuda_bench.c cuda/ref_mock.c)
+                 cuda/test_cuda_attention.c cuda/test_cuda_misc.c cuda/test_cuda_bench.c cuda/ref_mock.c
+                 cuda/test_cuda_parity.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c
+                 ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c)
+  # the CPU module's scalar kernel table, the partner the decode GEMV must agree with
+  target_include_directories(test_cuda_ops PRIVATE ${PROJECT_SOURCE_DIR}/backends ${PROJECT_SOURCE_DIR}/core)
   target_link_libraries(test_cuda_ops PRIVATE st_ref st_quant ${CMAKE_DL_LIBS} m)
   add_dependencies(test_cuda_ops strata-cuda)
   add_test(NAME cuda_ops COMMAND test_cuda_ops $<TARGET_FILE:strata-cuda>)

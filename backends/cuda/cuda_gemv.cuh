@@ -13,12 +13,44 @@
 /* Most assignments the MOE_MATMUL fast path takes (one block row per assignment). */
 #define ST_GV_MOE_MAX_ASSIGN 64
 
+/* The two forms of 8-bit activations, chosen by the weight format exactly as the CPU module
+ * chooses its activation blocks (backends/cpu/kernels_scalar.c), so both modules multiply the
+ * same integers and their decode logits differ by float summation order only:
+ * - ST_Q8_32 (Q4_0, Q8_0: the CPU's Q8_0 blocks): per 32 elements amax, id = 127/amax,
+ *   q = rint(x*id), d = amax/127 rounded to F16;
+ * - ST_Q8_256 (K-quants: the CPU's Q8_K blocks): amax over 256 elements, the same q and d
+ *   kept in F32 (stored once per 32 elements, the 8 copies equal).
+ * Rounding is to nearest even on both sides (lrintf / __float2int_rn). */
+enum { ST_Q8_32 = 0, ST_Q8_256 = 1 };
+static inline int st_q8_kind_of(uint32_t weight_type) {
+    return weight_type == ST_TYPE_Q4_K || weight_type == ST_TYPE_Q5_K || weight_type == ST_TYPE_Q6_K ? ST_Q8_256
+                                                                                                       : ST_Q8_32;
+}
+
 /* Where the q8 activations of n_x rows of K live in the stream workspace (q [n_x][K] int8, d
- * [n_x][K/32] scales, d = max|x|/127 per block of 32, q = round(x/d)); false when they do not fit. */
+ * [n_x][K/32] scales, one per 32 elements in either form); false when they do not fit. */
 bool st_q8_layout(st_stream *s, int64_t n_x, int64_t K, int8_t **q, float **d);
-/* Records that the workspace holds the q8 form of x's first n_x rows, so the next GEMV on the
- * stream reuses it; the producing op must also set s->q8_keep before its launch check. */
-void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K);
+/* Records that the workspace holds the q8 form `kind` of x's first n_x rows, so the next GEMV
+ * on the stream reuses it; the producing op must also set s->q8_keep before its launch check. */
+void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, int kind);
+
+/* The scale and inverse scale of a block with max |x| = amax in form `kind`, with the CPU
+ * module's arithmetic (IEEE division, F16 rounding of the 32-element form's scale). */
+__device__ __forceinline__ void st_q8_scales(float amax, int kind, float *d, float *id) {
+    if (kind == ST_Q8_32) {
+        const float dd = __fdiv_rn(amax, 127.0f);
+        *id = dd != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+        *d = __half2float(__float2half_rn(dd));
+    } else {
+        *id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+        *d = amax != 0.0f ? __fdiv_rn(amax, 127.0f) : 0.0f;
+    }
+}
+/* One element: rint(x * id), clamped to +-127 (a no-op for |x| <= amax). */
+__device__ __forceinline__ int st_q8_one(float x, float id) {
+    const int q = __float2int_rn(__fmul_rn(x, id));
+    return q > 127 ? 127 : q < -127 ? -127 : q;
+}
 
 bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st);
 bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st);

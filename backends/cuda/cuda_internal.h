@@ -67,6 +67,8 @@ struct st_stream {
     uint32_t q8_type;
     int64_t q8_nb1, q8_rows, q8_K;
     int q8_valid, q8_keep;
+    int q8_kind;           /* ST_Q8_* form the workspace rows are in */
+    int q8_pref;           /* form the last quantizing GEMV wanted: what RMS_NORM writes ahead */
     struct st_stream *next;
 };
 

@@ -147,7 +147,7 @@ __global__ void k_rms_norm(st_view x, st_view res, int has_res, st_view sum, int
  * barrier inside the block sum). */
 template <int V>
 __global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
-                               st_view out, int64_t K, float eps, int8_t *q8, float *d8) {
+                               st_view out, int64_t K, float eps, int8_t *q8, float *d8, int kind) {
     __shared__ float red[32];
     const int64_t r = blockIdx.x;
     const float4 *xr = (const float4 *)st_row(x, r);
@@ -182,23 +182,43 @@ __global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum,
             y.x *= g.x; y.y *= g.y; y.z *= g.z; y.w *= g.w;
         }
         orow[e] = y;
-        if (q8) { /* the 8-bit form the next GEMV reads: a block of 32 = 8 neighbouring lanes */
-            /* K % 32 == 0: lanes past K4 drop out in whole groups of 8 */
-            float amax = fmaxf(fmaxf(fabsf(y.x), fabsf(y.y)), fmaxf(fabsf(y.z), fabsf(y.w)));
+        h[j] = y;
+    }
+    if (!q8) return;
+    /* the 8-bit form the next GEMV reads (form `kind`, cuda_gemv.cuh): a block of 32 is 8
+     * neighbouring lanes; a block of 256 is two whole warps (K % 256 == 0, so lanes past K4
+     * drop out in whole warps), met through shared memory */
+    __shared__ float wmax[4 * 1024 / ST_WARP]; /* max of each warp's 128 elements */
+    if (kind == ST_Q8_256) {
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int e = threadIdx.x + j * blockDim.x;
+            if (e >= K4) continue;
+            const float a = st_warp_max(fmaxf(fmaxf(fabsf(h[j].x), fabsf(h[j].y)), fmaxf(fabsf(h[j].z), fabsf(h[j].w))));
+            if ((threadIdx.x & (ST_WARP - 1)) == 0) wmax[e / ST_WARP] = a;
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int e = threadIdx.x + j * blockDim.x;
+        if (e >= K4) continue;
+        float amax;
+        if (kind == ST_Q8_256) {
+            amax = fmaxf(wmax[(e / 64) * 2], wmax[(e / 64) * 2 + 1]);
+        } else { /* K % 32 == 0: lanes past K4 drop out in whole groups of 8 */
+            amax = fmaxf(fmaxf(fabsf(h[j].x), fabsf(h[j].y)), fmaxf(fabsf(h[j].z), fabsf(h[j].w)));
 #pragma unroll
             for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(__activemask(), amax, o));
-            const float dd = amax / 127.0f;
-            const float yv[4] = {y.x, y.y, y.z, y.w};
-            uint32_t packed = 0;
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int qi = amax > 0.0f ? __float2int_rn(yv[i] / dd) : 0;
-                qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
-                packed |= (uint32_t)(uint8_t)(int8_t)qi << (8 * i);
-            }
-            ((uint32_t *)(q8 + r * K))[e] = packed;
-            if ((threadIdx.x & 7) == 0) d8[r * (K / 32) + e / 8] = dd;
         }
+        float dd, id;
+        st_q8_scales(amax, kind, &dd, &id);
+        const uint32_t packed = (uint32_t)(uint8_t)(int8_t)st_q8_one(h[j].x, id) |
+                                (uint32_t)(uint8_t)(int8_t)st_q8_one(h[j].y, id) << 8 |
+                                (uint32_t)(uint8_t)(int8_t)st_q8_one(h[j].z, id) << 16 |
+                                (uint32_t)(uint8_t)(int8_t)st_q8_one(h[j].w, id) << 24;
+        ((uint32_t *)(q8 + r * K))[e] = packed;
+        if ((threadIdx.x & 7) == 0) d8[r * (K / 32) + e / 8] = dd;
     }
 }
 
@@ -239,13 +259,14 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
         /* decode rows: also leave the 8-bit form of out for the GEMV that reads it next */
         int8_t *q8 = NULL;
         float *d8 = NULL;
+        const int kind = s->q8_pref == ST_Q8_256 && K % 256 == 0 ? ST_Q8_256 : ST_Q8_32;
         const bool q8_out = rows <= 8 && K % 32 == 0 && st_q8_layout(s, rows, K, &q8, &d8);
         if (!q8_out) q8 = NULL, d8 = NULL;
-        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
-        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
-        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8);
+        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
+        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
+        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
         if (q8_out) {
-            st_q8_mark(s, a->out, rows, K);
+            st_q8_mark(s, a->out, rows, K, kind);
             s->q8_keep = 1;
         }
         return st_cuda_launched(s, "rms_norm");

@@ -1,6 +1,7 @@
 /* Fast GEMV for decode: MATMUL with n <= 8 activation rows and MOE_MATMUL with few assignments.
  * Quantized weights (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): the activations are quantized once per call
- * to 8 bits in blocks of 32 (one float scale per block) into the stream workspace, and every
+ * to 8 bits (one float scale per 32 elements, in the CPU module's block form for the weight
+ * format: cuda_gemv.cuh) into the stream workspace, and every
  * weight unit (32 weights) is dotted with integer dp4a. F16/BF16 weights: 16-byte loads dotted
  * with F32 activations. Each block of 128 threads covers ST_GV_ROWS rows per group of `tpr`
  * threads (tpr = 32, 64 or 128 chosen from the row length), so short rows still fill the GPU;
@@ -271,19 +272,26 @@ template <> struct st_gvf<ST_TYPE_F16> : st_gvf_plain<ST_TYPE_F16> {};
 template <> struct st_gvf<ST_TYPE_BF16> : st_gvf_plain<ST_TYPE_BF16> {};
 
 /* ---- activation quantization ------------------------------------------------------------ */
-/* Row r of x [n_x][K] -> q[r*K + k] int8 and d[r*(K/32) + b], d = max|x|/127 over block b. One
- * warp per block of 32, lane = element. */
-__global__ void k_q8_act(st_view x, int64_t K, int8_t *q, float *d) {
+/* Row r of x [n_x][K] -> q[r*K + k] int8 and d[r*(K/32) + b] in form `kind` (cuda_gemv.cuh).
+ * One warp per block of 32, lane = element; a block of 8 warps is one 256-element super-block
+ * (ST_Q8_256 needs K % 256 == 0, which every K-quant row has). */
+__global__ void __launch_bounds__(8 * ST_WARP) k_q8_act(st_view x, int64_t K, int8_t *q, float *d, int kind) {
+    __shared__ float wmax[8];
     const int64_t r = blockIdx.y;
-    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / ST_WARP) + threadIdx.x / ST_WARP;
-    const int lane = threadIdx.x % ST_WARP;
-    if (b * 32 >= K) return;
+    const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
+    const int64_t b = (int64_t)blockIdx.x * 8 + warp;
+    if (kind == ST_Q8_32 && b * 32 >= K) return;
     const float v = st_ld(st_row(x, r), x.type, b * 32 + lane);
-    const float amax = st_warp_max(fabsf(v));
-    const float dd = amax / 127.0f;
-    int qi = amax > 0.0f ? __float2int_rn(v / dd) : 0;
-    qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
-    q[r * K + b * 32 + lane] = (int8_t)qi;
+    float amax = st_warp_max(fabsf(v));
+    if (kind == ST_Q8_256) {
+        if (lane == 0) wmax[warp] = amax;
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 8; i++) amax = fmaxf(amax, wmax[i]);
+    }
+    float dd, id;
+    st_q8_scales(amax, kind, &dd, &id);
+    q[r * K + b * 32 + lane] = (int8_t)st_q8_one(v, id);
     if (lane == 0) d[r * (K / 32) + b] = dd;
 }
 
@@ -502,8 +510,9 @@ bool st_q8_layout(st_stream *s, int64_t n_x, int64_t K, int8_t **q, float **d) {
     return true;
 }
 
-void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K) {
+void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, int kind) {
     s->q8_src = x.data;
+    s->q8_kind = kind;
     s->q8_type = x.type;
     s->q8_nb1 = x.nb[1];
     s->q8_rows = n_x;
@@ -513,19 +522,20 @@ void st_q8_mark(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K) {
 
 /* Quantize the n_x rows of x into the stream workspace, or reuse what the previous op on this
  * stream left there for the same rows (see st_stream.q8_valid); false when they do not fit. */
-static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, st_gv_params &p) {
+static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_t K, int kind, st_gv_params &p) {
     int8_t *q;
     float *d;
-    if (!st_q8_layout(s, n_x, K, &q, &d)) return false;
+    if ((kind == ST_Q8_256 && K % 256) || !st_q8_layout(s, n_x, K, &q, &d)) return false;
     p.xq = q;
     p.xd = d;
     p.n_x = n_x;
-    if (s->q8_valid && s->q8_src == x.data && s->q8_type == x.type && s->q8_nb1 == x.nb[1] && s->q8_rows == n_x &&
-        s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
+    s->q8_pref = kind;
+    if (s->q8_valid && s->q8_kind == kind && s->q8_src == x.data && s->q8_type == x.type && s->q8_nb1 == x.nb[1] &&
+        s->q8_rows == n_x && s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
         return true;
     dim3 grid(st_blocks(K / 32, 8), (unsigned)n_x);
-    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, q, d);
-    st_q8_mark(s, x, n_x, K);
+    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, q, d, kind);
+    st_q8_mark(s, x, n_x, K, kind);
     return true;
 }
 
@@ -591,7 +601,7 @@ static bool st_gv_prepare(st_stream *s, const st_tensor &w, int64_t nb2, const s
     p.x = st_view_of(x);
     p.out = st_view_of(out);
     p.n_x = n_x;
-    if (st_gv_quantized(t)) return st_gv_quantize(s, x, n_x, K, p);
+    if (st_gv_quantized(t)) return st_gv_quantize(s, x, n_x, K, st_q8_kind_of(t), p);
     return x.type == ST_TYPE_F32 && x.nb[1] % 16 == 0 && (uintptr_t)x.data % 16 == 0 &&
            (x.ne[2] * x.ne[3] == 1 || (x.nb[2] % 16 == 0 && x.nb[3] % 16 == 0));
 }

@@ -239,6 +239,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!*only || strstr(only, "dense")) tc_test_dense(c);
+    if (!*only || strstr(only, "dense") || strstr(only, "parity")) tc_test_cpu_parity(c);
     if (!*only || strstr(only, "moe")) tc_test_moe(c);
     if (!*only || strstr(only, "attention")) tc_test_attention(c);
     if (!*only || strstr(only, "misc")) tc_test_misc(c);

@@ -48,6 +48,7 @@ void tc_fail(tc_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Op groups (tests/cuda/test_cuda_*.c). */
 void tc_test_dense(tc_ctx *c);
 void tc_test_moe(tc_ctx *c);
+void tc_test_cpu_parity(tc_ctx *c); /* decode GEMV vs the CPU module's kernels (device only) */
 void tc_test_attention(tc_ctx *c);
 void tc_test_misc(tc_ctx *c);     /* ops plus module services */
 void tc_test_misc_ops(tc_ctx *c); /* the op part only */
