@@ -9,12 +9,68 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
 #include "quant/quant.h"
 
 #define ST_WARP 32
+
+/* ---- programmatic dependent launch (sm_90+) --------------------------------------------
+ * A kernel launched through st_launch may be scheduled while the kernel before it on the
+ * stream still runs (once every block of that one has started). Such a kernel must call
+ * st_pdl_begin() before its first global memory access, read or write: it waits there until
+ * the kernel before it has completed and its writes are visible, then lets the next kernel be
+ * scheduled early in turn. Results are those of plain launches; what overlaps is the launch
+ * latency and block scheduling between the many small dependent kernels of a decode step
+ * (also inside captured graphs, as programmatic edges). Before sm_90, or with
+ * STRATA_CUDA_PDL=0, st_launch is a plain launch and st_pdl_begin() does nothing. */
+__device__ __forceinline__ void st_pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Whether kernels on d launch with the programmatic-serialization attribute. */
+static inline bool st_pdl_on(const st_device *d) {
+    static int env = -1;
+    if (env < 0) {
+        const char *e = getenv("STRATA_CUDA_PDL");
+        env = e && !strcmp(e, "0") ? 0 : 1;
+    }
+    return env && d->cc_major >= 9;
+}
+
+/* Fills attribute *at for a launch on s when PDL is on; returns how many it filled (0 or 1). */
+static inline unsigned st_pdl_attr(const st_stream *s, cudaLaunchAttribute *at) {
+    if (!st_pdl_on(s->dev)) return 0;
+    at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at->val.programmaticStreamSerializationAllowed = 1;
+    return 1;
+}
+
+/* k<<<grid, block, smem, s>>>(args...), with the PDL attribute where st_pdl_on (and plain when
+ * the launch with it is refused); k must begin with st_pdl_begin(). A launch error is left for
+ * st_cuda_launched (cudaGetLastError). */
+template <typename... KA, typename... A>
+static inline void st_launch(const st_stream *s, void (*k)(KA...), dim3 grid, dim3 block, size_t smem, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s->s;
+    cudaLaunchAttribute at[1];
+    cfg.numAttrs = st_pdl_attr(s, at);
+    cfg.attrs = cfg.numAttrs ? at : NULL;
+    if (cudaLaunchKernelEx(&cfg, k, args...) != cudaSuccess && cfg.numAttrs) {
+        (void)cudaGetLastError(); /* refused with the attribute: the plain launch decides */
+        cfg.numAttrs = 0;
+        cfg.attrs = NULL;
+        (void)cudaLaunchKernelEx(&cfg, k, args...);
+    }
+}
 
 /* A strided [ne3][ne2][ne1][ne0] view flattened to rows of ne0 elements. */
 struct st_view {

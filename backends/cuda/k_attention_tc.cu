@@ -742,6 +742,7 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
     __shared__ float sWm[ST_DC_WARPS][ST_DC_MAXG], sWl[ST_DC_WARPS][ST_DC_MAXG], sWf[ST_DC_WARPS][ST_DC_MAXG];
     __shared__ float sC[ST_DC_MAXG][LD];
     __shared__ float sCm[ST_DC_MAXG], sCl[ST_DC_MAXG];
+    st_pdl_begin();
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank();
     const int G = (int)(p.n_head / p.n_kv);
@@ -945,12 +946,14 @@ __global__ void __launch_bounds__(ST_DC_THREADS, 1) k_attention_dec(st_att_param
 /* Launch state per device and head dim: how many clusters of 16 (non-portable) and of 8
  * blocks can be resident at once, found on the first call; off after a failed launch. */
 struct st_dc_state {
-    int tried, off, max16, max8, force;
+    int tried, off, max16, max8, force, no_pdl;
 };
 static st_dc_state st_dc_states[ST_CUDA_MAX_DEVICES][2];
 
+/* The launch of k_attention_dec<HD, CS>: clusters of CS blocks, plus the PDL attribute when
+ * `pdl` and st_pdl_on (at has room for two). */
 template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, const st_att_params &p,
-                                                                 cudaLaunchAttribute *at) {
+                                                                 cudaLaunchAttribute *at, bool pdl = false) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(CS, (unsigned)(p.n * p.n_kv), 1);
     cfg.blockDim = dim3(ST_DC_THREADS, 1, 1);
@@ -961,7 +964,7 @@ template <int HD, int CS> static cudaLaunchConfig_t st_dc_config(st_stream *s, c
     at[0].val.clusterDim.y = 1;
     at[0].val.clusterDim.z = 1;
     cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = 1 + (pdl ? st_pdl_attr(s, at + 1) : 0);
     return cfg;
 }
 
@@ -1001,14 +1004,21 @@ template <int HD> static st_status st_dc_launch(st_stream *s, const st_att_param
     bool use16 = st->max16 >= 1 && (clusters <= st->max16 || st->max8 < 1);
     if (st->force == 8 && st->max8 >= 1) use16 = false;
     if (st->force == 16 && st->max16 >= 1) use16 = true;
-    cudaLaunchAttribute at[1];
-    cudaError_t err;
-    if (use16) {
-        const cudaLaunchConfig_t cfg = st_dc_config<HD, 16>(s, p, at);
-        err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 16>, p);
-    } else {
-        const cudaLaunchConfig_t cfg = st_dc_config<HD, 8>(s, p, at);
-        err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 8>, p);
+    cudaLaunchAttribute at[2];
+    cudaError_t err = cudaErrorUnknown;
+    /* with the PDL attribute first; a driver that refuses it with clusters gets a plain launch */
+    for (int pdl = st->no_pdl ? 0 : 1; pdl >= 0 && err != cudaSuccess; pdl--) {
+        if (use16) {
+            const cudaLaunchConfig_t cfg = st_dc_config<HD, 16>(s, p, at, pdl);
+            err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 16>, p);
+        } else {
+            const cudaLaunchConfig_t cfg = st_dc_config<HD, 8>(s, p, at, pdl);
+            err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 8>, p);
+        }
+        if (err != cudaSuccess && pdl) {
+            (void)cudaGetLastError();
+            st->no_pdl = 1;
+        }
     }
     if (err != cudaSuccess) { /* not launched: the split kernels run instead from now on */
         (void)cudaGetLastError();

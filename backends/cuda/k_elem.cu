@@ -149,6 +149,7 @@ template <int V>
 __global__ void k_rms_norm_f32(st_view x, st_view res, int has_res, st_view sum, int has_sum, const float *w,
                                st_view out, int64_t K, float eps, int8_t *q8, float *d8, int kind) {
     __shared__ float red[32];
+    st_pdl_begin();
     const int64_t r = blockIdx.x;
     const float4 *xr = (const float4 *)st_row(x, r);
     const float4 *rr = has_res ? (const float4 *)st_row(res, r) : NULL;
@@ -262,9 +263,10 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
         const int kind = s->q8_pref == ST_Q8_256 && K % 256 == 0 ? ST_Q8_256 : ST_Q8_32;
         const bool q8_out = rows <= 8 && K % 32 == 0 && st_q8_layout(s, rows, K, &q8, &d8);
         if (!q8_out) q8 = NULL, d8 = NULL;
-        if (V == 1) k_rms_norm_f32<1><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
-        else if (V == 2) k_rms_norm_f32<2><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
-        else k_rms_norm_f32<4><<<(unsigned)rows, threads, 0, s->s>>>(xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8, kind);
+        void (*kern)(st_view, st_view, int, st_view, int, const float *, st_view, int64_t, float, int8_t *, float *,
+                     int) = V == 1 ? k_rms_norm_f32<1> : V == 2 ? k_rms_norm_f32<2> : k_rms_norm_f32<4>;
+        st_launch(s, kern, dim3((unsigned)rows), dim3(threads), 0, xv, rv, has_res, sv, has_sum, w, ov, K, a->eps, q8, d8,
+                  kind);
         if (q8_out) {
             st_q8_mark(s, a->out, rows, K, kind);
             s->q8_keep = 1;

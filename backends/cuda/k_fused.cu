@@ -62,6 +62,7 @@ __device__ __forceinline__ void st_ap_load(const char *row, int type, int64_t di
 __global__ void __launch_bounds__(ST_AP_WARPS * ST_WARP) k_attn_prep(st_ap_params p) {
     __shared__ float cs[ST_AP_MAX_HD / 2], sn[ST_AP_MAX_HD / 2];
     __shared__ float buf[ST_AP_WARPS][ST_AP_MAX_HD];
+    st_pdl_begin();
     constexpr int NJ = ST_AP_MAX_HD / ST_WARP;
     const int64_t t = blockIdx.x;
     const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
@@ -187,7 +188,7 @@ extern "C" st_status st_cuda_attn_prep(st_stream *s, const st_attn_prep_args *a)
     p.eps = a->eps;
     ST_TRY(st_cuda_use(s->dev));
     dim3 grid((unsigned)n, st_blocks(H + 2 * Hk, ST_AP_WARPS));
-    k_attn_prep<<<grid, ST_AP_WARPS * ST_WARP, 0, s->s>>>(p);
+    st_launch(s, k_attn_prep, grid, dim3(ST_AP_WARPS * ST_WARP), 0, p);
     return st_cuda_launched(s, "attn_prep");
 }
 

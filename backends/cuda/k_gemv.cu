@@ -277,6 +277,7 @@ template <> struct st_gvf<ST_TYPE_BF16> : st_gvf_plain<ST_TYPE_BF16> {};
  * (ST_Q8_256 needs K % 256 == 0, which every K-quant row has). */
 __global__ void __launch_bounds__(8 * ST_WARP) k_q8_act(st_view x, int64_t K, int8_t *q, float *d, int kind) {
     __shared__ float wmax[8];
+    st_pdl_begin();
     const int64_t r = blockIdx.y;
     const int warp = threadIdx.x / ST_WARP, lane = threadIdx.x % ST_WARP;
     const int64_t b = (int64_t)blockIdx.x * 8 + warp;
@@ -331,6 +332,7 @@ __global__ void __launch_bounds__(ST_GV_THREADS) k_gv(st_gv_params p) {
     __shared__ float red[ST_GV_THREADS / ST_WARP][NR];
     __shared__ const uint8_t *dw[ST_GV_MAX_K];         /* DOWN: slot base of each choice (NULL: skipped) */
     __shared__ float dwt[ST_GV_MAX_K];
+    st_pdl_begin();
     const int tpr = p.tpr, t = threadIdx.x % tpr, g = threadIdx.x / tpr, G = ST_GV_THREADS / tpr;
     const int64_t m0 = ((int64_t)blockIdx.x * G + g) * ST_GV_ROWS;
     const uint8_t *W = p.W, *W2 = p.W2;
@@ -534,7 +536,7 @@ static bool st_gv_quantize(st_stream *s, const st_tensor &x, int64_t n_x, int64_
         s->q8_rows == n_x && s->q8_K == K && (n_x == 1 || (x.ne[2] * x.ne[3] == 1)))
         return true;
     dim3 grid(st_blocks(K / 32, 8), (unsigned)n_x);
-    k_q8_act<<<grid, 8 * ST_WARP, 0, s->s>>>(st_view_of(x), K, q, d, kind);
+    st_launch(s, k_q8_act, grid, dim3(8 * ST_WARP), 0, st_view_of(x), K, q, d, kind);
     st_q8_mark(s, x, n_x, K, kind);
     return true;
 }
@@ -547,18 +549,19 @@ static void st_gv_keep(st_stream *s, const st_tensor &x, const st_tensor &out) {
     s->q8_keep = s->q8_valid && (o1 <= x0 || o0 >= x1);
 }
 
-template <int T> static void st_gv_launch(const st_gv_params &p, dim3 grid, cudaStream_t s, int mode) {
+template <int T> static void st_gv_launch(const st_gv_params &p, dim3 grid, const st_stream *s, int mode) {
+    const dim3 block(ST_GV_THREADS);
     switch (mode) {
-    case ST_GV_MOE: k_gv<T, 1, ST_GV_MOE><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
-    case ST_GV_GATE_UP: k_gv<T, 1, ST_GV_GATE_UP><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
-    case ST_GV_DOWN: k_gv<T, 1, ST_GV_DOWN><<<grid, ST_GV_THREADS, 0, s>>>(p); break;
+    case ST_GV_MOE: st_launch(s, k_gv<T, 1, ST_GV_MOE>, grid, block, 0, p); break;
+    case ST_GV_GATE_UP: st_launch(s, k_gv<T, 1, ST_GV_GATE_UP>, grid, block, 0, p); break;
+    case ST_GV_DOWN: st_launch(s, k_gv<T, 1, ST_GV_DOWN>, grid, block, 0, p); break;
     default:
-        if (p.n == 1) k_gv<T, 1, ST_GV_DENSE><<<grid, ST_GV_THREADS, 0, s>>>(p);
-        else k_gv<T, 8, ST_GV_DENSE><<<grid, ST_GV_THREADS, 0, s>>>(p);
+        if (p.n == 1) st_launch(s, k_gv<T, 1, ST_GV_DENSE>, grid, block, 0, p);
+        else st_launch(s, k_gv<T, 8, ST_GV_DENSE>, grid, block, 0, p);
     }
 }
 
-static void st_gv_dispatch(uint32_t t, const st_gv_params &p, dim3 grid, cudaStream_t s, int mode) {
+static void st_gv_dispatch(uint32_t t, const st_gv_params &p, dim3 grid, const st_stream *s, int mode) {
     switch (t) {
     case ST_TYPE_Q4_0: st_gv_launch<ST_TYPE_Q4_0>(p, grid, s, mode); break;
     case ST_TYPE_Q8_0: st_gv_launch<ST_TYPE_Q8_0>(p, grid, s, mode); break;
@@ -611,7 +614,7 @@ static st_status st_gv_run(st_stream *s, uint32_t t, st_gv_params &p, unsigned c
                            const st_tensor &out, const char *op) {
     const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
     dim3 grid(st_blocks(p.M, (int)rows_per_block), cols);
-    st_gv_dispatch(t, p, grid, s->s, mode);
+    st_gv_dispatch(t, p, grid, s, mode);
     if (st_gv_quantized(t)) st_gv_keep(s, x, out);
     return st_cuda_launched(s, op);
 }

@@ -233,6 +233,7 @@ __device__ __forceinline__ void st_lane_best(const float (&score)[PER], const fl
 template <int PER>
 __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, const float *bias, int k, int normalize,
                               float wscale, int32_t *ids, float *weights) {
+    st_pdl_begin();
     const int64_t t = (int64_t)blockIdx.x * (blockDim.x / ST_WARP) + threadIdx.x / ST_WARP;
     const int lane = threadIdx.x % ST_WARP;
     if (t >= n) return;
@@ -327,15 +328,10 @@ extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
     if (E <= ST_ROUTER_WARP_MAX && a->k <= ST_WARP) {
         const dim3 grid(st_blocks(n, 4)), block(4 * ST_WARP);
         const st_view lv = st_view_of(a->logits);
-        if (E <= 64)
-            k_router_warp<2><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
-                                                        a->weight_scale, a->ids, a->weights);
-        else if (E <= 128)
-            k_router_warp<4><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
-                                                        a->weight_scale, a->ids, a->weights);
-        else
-            k_router_warp<8><<<grid, block, 0, s->s>>>(lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize,
-                                                        a->weight_scale, a->ids, a->weights);
+        void (*kern)(st_view, int64_t, int, int, const float *, int, int, float, int32_t *, float *) =
+            E <= 64 ? k_router_warp<2> : E <= 128 ? k_router_warp<4> : k_router_warp<8>;
+        st_launch(s, kern, grid, block, 0, lv, n, (int)E, (int)a->gating, a->bias, a->k, a->normalize, a->weight_scale,
+                  a->ids, a->weights);
         /* ids and weights are written: keep the 8-bit rows unless one of them overlaps */
         st_cuda_q8_keep_unless(s, a->ids, (uint64_t)n * a->k * 4);
         if (s->q8_keep) st_cuda_q8_keep_unless(s, a->weights, (uint64_t)n * a->k * 4);
