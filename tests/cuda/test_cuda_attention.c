@@ -91,7 +91,11 @@ static void test_attention(tc_ctx *c, const char *what, uint32_t ct, int64_t n, 
              st_type_name(ct), (long long)n, max_pos, (long long)nh, (long long)nkv, (long long)dk, (long long)dvd,
              with_mask ? " mask" : "");
     if (st_ref_attention(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
-    if (tc_status(c, name, c->api->ops->attention(c->s, &da))) tc_compare(c, name, &out, &dout, 2e-5);
+    /* prefill batches with F16 caches and head dim 64/128 run the tensor-core flash attention
+     * on sm_80+ (docs/cuda.md): Q and the softmax weights enter the MMAs as F16 (2^-11 relative
+     * per operand), so the bound there is that of the other F16 tensor-core checks */
+    const int fa = c->tc && ct == ST_TYPE_F16 && dk == dvd && (dk == 64 || dk == 128) && n >= 16;
+    if (tc_status(c, name, c->api->ops->attention(c->s, &da))) tc_compare(c, name, &out, &dout, fa ? 2e-3 : 2e-5);
     free(q.data);
     free(kc.data);
     free(vc.data);

@@ -41,7 +41,10 @@ static void test_moe_matmul_k(tc_ctx *c, uint32_t wt, int n_assign, int with_sca
     da.x_row = tc_up(c, x_row, sizeof(int32_t) * (size_t)n_assign);
     da.scale = with_scale ? tc_up(c, scale, sizeof(float) * (size_t)n_assign) : NULL;
     char name[128];
-    const int tiles = n_assign > 32 * n_slots, tc = tiles && wt != ST_TYPE_F32 && c->tc;
+    /* the module's rule (k_moe.cu): tiles from 2 assignments per slot where the tensor-core
+     * tile runs (not F32 weights), from 32 per slot otherwise; GEMV passes below that */
+    const int tc_ok = wt != ST_TYPE_F32 && c->tc;
+    const int tiles = n_assign >= (tc_ok ? 2 : 32) * n_slots, tc = tiles && tc_ok;
     snprintf(name, sizeof name, "moe_matmul %s n_assign=%d%s (%s)", st_type_name(wt), n_assign,
              with_scale ? " scaled" : "", tiles ? (tc ? "tiles tf32" : "tiles") : "gemv");
     if (st_ref_moe_matmul(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
