@@ -34,8 +34,8 @@ cpu2=""
 grep -qw avx512f /proc/cpuinfo 2>/dev/null && cpu2="STRATA_CPU_DISABLE=avx512f"
 fail=0 n_ok=0 n_ill=0 n_fail=0 n_pre=0
 toks=$(seq -s, 100 195)
-# greedy NAME MODEL BACKEND PROMPT [ENV]: 64 greedy tokens as text
-greedy() { env ${5:-} "$strata" run -m "$2" --backend "$3" -p "$4" -n 64 --temp 0 --ignore-eos 2>/dev/null; }
+# greedy MODEL BACKEND PROMPT [ENV]: 64 greedy tokens as text
+greedy() { env ${4:-} "$strata" run -m "$1" --backend "$2" -p "$3" -n 64 --temp 0 --ignore-eos 2>/dev/null; }
 # logits MODEL BACKEND OUT [-b 8] [ENV]: every position's logits of the 96-token sequence
 logits() { env ${5:-} "$strata" logits -m "$1" --backend "$2" ${4:-} --tokens "$toks" --all --out "$3" >/dev/null 2>&1; }
 # err A B NV LIMIT: cmp-logits' summary line (status in $?)
@@ -45,9 +45,9 @@ same() { [ "$1" = "$2" ] && echo "greedy same" || echo "greedy DIFFERS"; }
 check() {
   local name=$1 m=$2 limit=$3 prompt=$4 nv a b b2 r e_gc e_cc e_gr e_cr ok_gc=1 ok_cc=1 pre="within" verdict
   nv=$("$strata" gguf "$m" | sed -n 's/.*tokenizer.ggml.tokens *\[string x \([0-9]*\)\].*/\1/p' | head -1)
-  a=$(greedy "$name" "$m" "$dev" "$prompt")
-  b=$(greedy "$name" "$m" cpu "$prompt")
-  r=$(greedy "$name" "$m" ref "$prompt")
+  a=$(greedy "$m" "$dev" "$prompt")
+  b=$(greedy "$m" cpu "$prompt")
+  r=$(greedy "$m" ref "$prompt")
   logits "$m" "$dev" "$work/g.f32"
   logits "$m" ref "$work/r.f32"
   logits "$m" cpu "$work/c.f32"
@@ -58,7 +58,7 @@ check() {
   e_cr=$(err "$work/c.f32" "$work/r.f32" "$nv" "$limit") || true
   local self="no second CPU build on this host"
   if [ -n "$cpu2" ]; then
-    b2=$(greedy "$name" "$m" cpu "$prompt" "$cpu2")
+    b2=$(greedy "$m" cpu "$prompt" "$cpu2")
     logits "$m" cpu "$work/c28.f32" "-b 8" "$cpu2"
     e_cc=$(err "$work/c28.f32" "$work/c8.f32" "$nv" "$limit") || ok_cc=0
     [ "$b2" = "$b" ] || ok_cc=0

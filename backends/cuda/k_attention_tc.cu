@@ -1006,8 +1006,9 @@ template <int HD> static st_status st_dc_launch(st_stream *s, const st_att_param
     if (st->force == 16 && st->max16 >= 1) use16 = true;
     cudaLaunchAttribute at[2];
     cudaError_t err = cudaErrorUnknown;
-    /* with the PDL attribute first; a driver that refuses it with clusters gets a plain launch */
-    for (int pdl = st->no_pdl ? 0 : 1; pdl >= 0 && err != cudaSuccess; pdl--) {
+    /* with the PDL attribute first where it is on; a driver that refuses it with clusters gets a
+     * plain launch */
+    for (int pdl = !st->no_pdl && st_pdl_on(s->dev); pdl >= 0 && err != cudaSuccess; pdl--) {
         if (use16) {
             const cudaLaunchConfig_t cfg = st_dc_config<HD, 16>(s, p, at, pdl);
             err = cudaLaunchKernelEx(&cfg, k_attention_dec<HD, 16>, p);

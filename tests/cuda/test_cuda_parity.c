@@ -36,13 +36,13 @@ static int cpu_matmul(const st_cpu_kernels *k, const st_tensor *w, const float *
 
 /* Device MATMUL of w by the device rows dx (F32 [n][K]), compared with the CPU kernels on the
  * host floats hx. */
-static void parity_matmul(tc_ctx *c, const st_cpu_kernels *k, const char *what, const st_tensor *w,
+static void parity_matmul(tc_ctx *c, const st_cpu_kernels *k, const st_tensor *w,
                           const st_tensor *dw, const float *hx, const st_tensor *dx, int64_t n) {
     const int64_t M = w->ne[1];
     st_tensor ho = tc_host_fill(ST_TYPE_F32, M, n, 1, -3.0f);
     st_tensor dout = tc_dev_tensor(c, &ho);
     char name[160];
-    snprintf(name, sizeof name, "cpu parity %s %s M=%lld K=%lld n=%lld", what, st_type_name(w->type), (long long)M,
+    snprintf(name, sizeof name, "cpu parity matmul %s M=%lld K=%lld n=%lld", st_type_name(w->type), (long long)M,
              (long long)w->ne[0], (long long)n);
     st_matmul_args da = {.size = sizeof da, .w = *dw, .x = *dx, .out = dout};
     if (cpu_matmul(k, w, hx, n, (float *)ho.data)) tc_fail(c, "%s: the CPU kernels lack this format", name);
@@ -55,7 +55,7 @@ static void parity_case(tc_ctx *c, const st_cpu_kernels *k, uint32_t wt, int64_t
     st_tensor w = tc_host_rand(wt, K, M, 1, -1, 1);
     st_tensor x = tc_host_rand(ST_TYPE_F32, K, n, 1, -1, 1);
     st_tensor dw = tc_dev_tensor(c, &w), dx = tc_dev_tensor(c, &x);
-    parity_matmul(c, k, "matmul", &w, &dw, (const float *)x.data, &dx, n);
+    parity_matmul(c, k, &w, &dw, (const float *)x.data, &dx, n);
     /* RMS_NORM of decode rows leaves the 8-bit form of its output for the GEMV that follows
      * (in the form the last GEMV wanted, which the matmul above set): the same integers */
     st_tensor nw = tc_host_rand(ST_TYPE_F32, K, 1, 1, 0.5f, 1.5f);
