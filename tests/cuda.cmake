@@ -34,3 +34,12 @@ if(TARGET test_cuda_ops)
   # The same op cases with core/ref standing in for the device: every comparison must be exact.
   add_test(NAME cuda_ops_harness_ref COMMAND test_cuda_ops --ref)
 endif()
+if(TARGET strata-cuda AND ST_CUDA_TOOLKIT_MM VERSION_GREATER_EQUAL 13.0)
+  # sm_70 with a CUDA 13 toolkit: configure stops with the line that says to use CUDA 12
+  # (docs/cuda.md, "A CUDA 12 module for sm_70") instead of failing later in CMake's compiler test
+  add_test(NAME cuda.sm70_needs_cuda12
+           COMMAND ${CMAKE_COMMAND} -S ${PROJECT_SOURCE_DIR} -B ${CMAKE_BINARY_DIR}/test-work/sm70
+                   -DCMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER} -DSTRATA_CUDA_ARCHS=70 -DSTRATA_TESTS=OFF)
+  set_tests_properties(cuda.sm70_needs_cuda12 PROPERTIES PASS_REGULAR_EXPRESSION
+                       "sm_70, which CUDA 1[3-9][.][0-9]+ cannot target" TIMEOUT 300)
+endif()
