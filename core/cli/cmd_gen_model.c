@@ -22,7 +22,11 @@ static void help(FILE *f) {
             "  --type T              weight type of the matrices (F32, F16, Q8_0, Q4_K, ...); rows\n"
             "                        that do not fit T's blocks fall back to Q8_0 or F16\n"
             "  --seed S              random seed (default 1)\n"
-            "  --router-skew X       0 = uniform routing; larger = a few experts dominate\n"
+            "  --router MODE         balanced: token-dependent routing spread over every expert, as a\n"
+            "                        trained router's (the model to judge expert offload on);\n"
+            "                        skewed: --router-skew 1 unless given (a few experts dominate and\n"
+            "                        the choice barely changes between tokens: a cache looks perfect)\n"
+            "  --router-skew X       plain router rows scaled by rank^(-X/2); 0 = equal rows\n"
             "  --ctx-train N         <arch>.context_length written (default 4096)\n"
             "  --rope-base X         rope.freq_base (default 10000; qwen3-30b-a3b 1e6)\n"
             "  --rope-scaling T      none, linear or yarn, with --rope-factor X and\n"
@@ -136,6 +140,14 @@ int st_cmd_gen_model(int argc, char **argv) {
         } else if ((r = st_cli_opt(argc, argv, &i, "--router-skew", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--router-skew", v, &x)) return 2;
             p.router_skew = (float)x;
+            p.router = ST_GEN_ROUTER_PLAIN;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--router", NULL, &v))) {
+            if (r < 0 || (strcmp(v, "balanced") && strcmp(v, "skewed"))) {
+                fprintf(stderr, "strata gen-model: bad value '%s' for --router (balanced or skewed)\n", r < 0 ? "" : v);
+                return 2;
+            }
+            p.router = strcmp(v, "balanced") ? ST_GEN_ROUTER_PLAIN : ST_GEN_ROUTER_BALANCED;
+            if (p.router == ST_GEN_ROUTER_PLAIN && p.router_skew == 0) p.router_skew = 1.0f;
         } else {
             fprintf(stderr, "strata gen-model: unknown option '%s'\n", argv[i]);
             help(stderr);

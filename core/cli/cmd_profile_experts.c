@@ -1,7 +1,9 @@
 /* strata profile-experts -m F.gguf --prompts FILE --out P [-n N]: runs every non-empty line of
  * FILE as a prompt (then N greedy tokens), counts which (layer, expert) the router picks, and
  * writes the ranked profile (core/experts/expert_profile.h) that --expert-profile reads to fill
- * the expert cache first (and --expert-policy profile keeps fixed). */
+ * the expert cache first (and --expert-policy profile keeps fixed). Prints the routing
+ * statistics of what it ran (core/experts/expert_stats.h): pairs used, the top half's share,
+ * adjacent-token overlap and reuse distances; --out may be omitted to print them alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +13,26 @@
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
 #include "experts/expert_profile.h"
+#include "experts/expert_stats.h"
 #include "kv/kv.h"
 
 static void help(FILE *f) {
     fprintf(f, "usage: strata profile-experts -m F.gguf --prompts FILE --out PROFILE [options]\n"
                "  --prompts FILE   one prompt per line (empty lines are skipped)\n"
-               "  --out PROFILE    the profile to write\n"
+               "  --out PROFILE    the profile to write (omitted: print the routing statistics only)\n"
                "  -n N             greedy tokens generated after each prompt (default 32; decode routing counts)\n");
     st_cli_model_opts_help(f);
     st_offload_opts_help(f);
+}
+
+/* The ranked profile of counts [n_layer][n_expert], written to path. 0, or -1 (printed). */
+static int write_profile(const st_hparams *hp, const uint64_t *counts, const char *path) {
+    char err[512];
+    st_expert_profile *p = st_expert_profile_from_counts(hp->n_layer, hp->n_expert, counts, err, sizeof err);
+    int rc = p && st_expert_profile_write(p, path, err, sizeof err) == 0 ? 0 : -1;
+    if (rc) fprintf(stderr, "strata profile-experts: %s\n", err);
+    st_expert_profile_free(p);
+    return rc;
 }
 
 int st_cmd_profile_experts(int argc, char **argv) {
@@ -54,8 +67,8 @@ int st_cmd_profile_experts(int argc, char **argv) {
             return 2;
         }
     }
-    if (!prompts || !out) {
-        fprintf(stderr, "strata profile-experts: --prompts FILE and --out PROFILE are required\n");
+    if (!prompts) {
+        fprintf(stderr, "strata profile-experts: --prompts FILE is required\n");
         return 2;
     }
     if (o.backend && !strcmp(o.backend, "ref")) {
@@ -77,6 +90,7 @@ int st_cmd_profile_experts(int argc, char **argv) {
     }
     int rc = 1;
     char err[1024];
+    st_route_stats *rs = NULL;
     const st_hparams *hp = &s.d->hp;
     if (hp->n_expert <= 0) {
         fprintf(stderr, "strata profile-experts: %s has no routed experts\n", o.model);
@@ -85,6 +99,12 @@ int st_cmd_profile_experts(int argc, char **argv) {
     const int32_t n_ctx = st_model_params_of(s.m)->n_ctx;
     st_model_expert_counts_reset(s.m);
     st_model_count_experts(s.m, 1);
+    rs = st_route_stats_create(hp->n_layer, hp->n_expert, hp->n_expert_used, err, sizeof err);
+    if (!rs) {
+        fprintf(stderr, "strata profile-experts: %s\n", err);
+        goto done;
+    }
+    st_model_route_stats(s.m, rs);
     char line[65536];
     long n_prompts = 0, n_tokens = 0;
     while (fgets(line, sizeof line, pf)) {
@@ -99,6 +119,7 @@ int st_cmd_profile_experts(int argc, char **argv) {
         }
         if (n + n_gen > n_ctx) n = n_ctx - n_gen > 1 ? n_ctx - n_gen : 1; /* keep the front of a long line */
         st_kv_clear(st_model_kv(s.m));
+        st_route_stats_break(rs);
         int32_t t = 0;
         int bad = st_model_eval(s.m, 0, ids, (int32_t)n, 0, 0, NULL, err, sizeof err) ||
                   st_model_argmax(s.m, &t, err, sizeof err);
@@ -117,23 +138,17 @@ int st_cmd_profile_experts(int argc, char **argv) {
         fprintf(stderr, "strata profile-experts: no prompt in %s\n", prompts);
         goto done;
     }
-    st_expert_profile *p = st_expert_profile_from_counts(hp->n_layer, hp->n_expert, st_model_expert_counts(s.m), err,
-                                                         sizeof err);
-    if (!p || st_expert_profile_write(p, out, err, sizeof err)) {
-        fprintf(stderr, "strata profile-experts: %s\n", err);
-        st_expert_profile_free(p);
-        goto done;
-    }
-    /* how concentrated the routing is: the share of uses the top half of the ranked pairs take */
-    uint64_t all = 0, top = 0;
-    for (int64_t i = 0; i < p->n; i++) all += p->count[i];
-    for (int64_t i = 0; i < p->n / 2; i++) top += p->count[i];
-    fprintf(stderr, "profile-experts: %ld prompts, %ld tokens; %lld of %lld (layer, expert) pairs used; the top half "
-            "of them took %.1f%% of the uses; wrote %s\n", n_prompts, n_tokens, (long long)p->n,
-            (long long)hp->n_layer * hp->n_expert, all ? 100.0 * (double)top / (double)all : 0.0, out);
-    st_expert_profile_free(p);
+    if (out && write_profile(hp, st_model_expert_counts(s.m), out)) goto done;
+    st_route_summary sum;
+    st_route_stats_summary(rs, &sum);
+    char text[1024];
+    st_route_summary_format(&sum, text, sizeof text);
+    fprintf(stderr, "profile-experts: %ld prompts, %ld tokens%s%s\n%s", n_prompts, n_tokens, out ? "; wrote " : "",
+            out ? out : "", text);
     rc = 0;
 done:
+    if (s.m) st_model_route_stats(s.m, NULL);
+    st_route_stats_free(rs);
     fclose(pf);
     st_cli_close_planned(&s, &off);
     return rc;

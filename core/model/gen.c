@@ -100,8 +100,9 @@ static int is_vector(st_tensor_role r) {
            r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
 }
 
-/* Standard deviation of a matrix's values, per row `row` (router rows carry the skew). */
-static float row_std(const st_tensor_spec *s, const float *skew, int64_t row) {
+/* Standard deviation of a matrix's values, per row `row` (router rows carry the skew); out_scale
+ * multiplies the output projections (ST_GEN_ROUTER_BALANCED). */
+static float row_std(const st_tensor_spec *s, const float *skew, int64_t row, float out_scale) {
     float k = 1.0f / sqrtf((float)s->ne[0]);
     switch (s->role) {
     case ST_T_TOKEN_EMBD:
@@ -109,7 +110,7 @@ static float row_std(const st_tensor_spec *s, const float *skew, int64_t row) {
     case ST_T_ATTN_OUT:
     case ST_T_FFN_DOWN:
     case ST_T_FFN_DOWN_EXPS:
-    case ST_T_FFN_DOWN_SHEXP: return 0.5f * k;
+    case ST_T_FFN_DOWN_SHEXP: return 0.5f * k * out_scale;
     case ST_T_FFN_GATE_INP: return skew ? k * skew[row % s->ne[1]] : k;
     default: return k;
     }
@@ -125,6 +126,7 @@ typedef struct gen_ctx {
     uint64_t done, total;
     int progress;
     int64_t cur_t, n_t; /* tensor being written, of n_t */
+    float out_scale;    /* output projections' factor (1, or ST_GEN_BALANCED_OUT_SCALE) */
 } gen_ctx;
 
 static void fill_uniform(gen_ctx *g, float *f, int64_t n, float std) {
@@ -175,7 +177,7 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        float std = row_std(s, NULL, 0);
+        float std = row_std(s, NULL, 0, g->out_scale);
         for (int64_t b = 0; b < nb; b++) {
             fill_uniform(g, tmp, bs, std);
             st_quantize_row(type, tmp, g->pool + (size_t)b * (size_t)ti->type_size, bs);
@@ -198,7 +200,7 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
                 else
                     for (int64_t i = 0; i < ne0; i++) g->f[i] = 1.0f + (float)(st_rng_uniform(&g->rng) - 0.5) * 0.1f;
             } else {
-                fill_uniform(g, g->f, ne0, row_std(s, skew, r));
+                fill_uniform(g, g->f, ne0, row_std(s, skew, r, g->out_scale));
             }
             if (encode_row(type, g->f, g->q, ne0)) {
                 snprintf(err, errlen, "cannot encode %s as %s", s->name, st_type_name(type));
@@ -293,6 +295,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     memset(&g, 0, sizeof g);
     g.w = w;
     g.progress = p.progress && isatty(2);
+    g.out_scale = p.router == ST_GEN_ROUTER_BALANCED ? ST_GEN_BALANCED_OUT_SCALE : 1.0f;
     st_rng_seed(&g.rng, p.seed);
     st_tensor_spec *specs = NULL;
     float *skew = NULL;
@@ -348,7 +351,8 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
                 skew[e] = skew[j];
                 skew[j] = t;
             }
-            for (int32_t e = 0; e < h->n_expert; e++) skew[e] = powf(1.0f + skew[e], -0.5f * p.router_skew);
+            const float sk = p.router == ST_GEN_ROUTER_BALANCED ? 0.0f : p.router_skew;
+            for (int32_t e = 0; e < h->n_expert; e++) skew[e] = powf(1.0f + skew[e], -0.5f * sk);
         }
         g.cur_t = i + 1;
         g.n_t = kept;

@@ -14,11 +14,24 @@
 extern "C" {
 #endif
 
+/* Router modes. PLAIN: every matrix at its usual scale, router rows scaled by router_skew; with
+ * random weights the residual stream drifts to a direction shared by all tokens, so the router
+ * picks nearly the same experts at every position (good for exercising a cache, useless for
+ * judging one). BALANCED: the output projections (attention output, FFN and expert down) are
+ * written ST_GEN_BALANCED_OUT_SCALE times smaller, so the residual stream stays dominated by the
+ * current token's embedding and routing is token-dependent and spread over every expert, as a
+ * trained router with a load-balancing loss is (docs/memory.md lists the statistics it reaches;
+ * tests/experts/test_route_stats.c checks them). */
+#define ST_GEN_ROUTER_PLAIN 0
+#define ST_GEN_ROUTER_BALANCED 1
+#define ST_GEN_BALANCED_OUT_SCALE 0.05f
+
 typedef struct st_gen_params {
     st_hparams hp;          /* arch and sizes; n_vocab is set from the vocabulary */
     uint32_t wtype;         /* matrices' type (rows that do not fit its blocks fall back) */
     uint64_t seed;
-    float router_skew;      /* 0 = uniform routing; larger = a few experts dominate */
+    float router_skew;      /* ST_GEN_ROUTER_PLAIN: 0 = uniform rows; larger = a few experts dominate */
+    int router;             /* ST_GEN_ROUTER_PLAIN or ST_GEN_ROUTER_BALANCED */
     const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL (built-in) */
     int32_t vocab_size;     /* built-in vocabulary padded to this many tokens (0 = natural) */
     int progress;           /* nonzero: a progress line on stderr */

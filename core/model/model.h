@@ -118,6 +118,11 @@ int st_model_eval(st_model *m, int32_t seq, const int32_t *tokens, int32_t n, in
 void st_model_count_experts(st_model *m, int on);
 const uint64_t *st_model_expert_counts(const st_model *m);
 void st_model_expert_counts_reset(st_model *m);
+/* Routing statistics (core/experts/expert_stats.h): when s is not NULL, every forward reads the
+ * router's choices back like the counting above and feeds them to s, token after token; NULL
+ * detaches. s is borrowed and must outlive its use. No effect on a dense model. */
+struct st_route_stats;
+void st_model_route_stats(st_model *m, struct st_route_stats *s);
 
 /* Routed-expert placement and statistics of a model loaded with expert_slots >= 0. */
 typedef struct st_model_expert_info {

@@ -32,6 +32,7 @@
 
 #include "experts/expert_cache.h"
 #include "experts/expert_sim.h"
+#include "experts/expert_stats.h"
 #include "experts/expert_tiers.h"
 #include "model/model_internal.h"
 #include "platform/platform.h"
@@ -542,11 +543,7 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
     OPCHK(api->copy_d2h(m->stream, h->cur, w->cur, (uint64_t)(n * E) * 4u), "reading expert input");
     OPCHK(api->stream_sync(m->stream), "reading router choices");
     h->route_s += (double)(st_now_ns() - t0) / 1e9;
-    if (m->count_experts) {
-        uint64_t *c = m->expert_counts + (size_t)il * (size_t)m->hp.n_expert;
-        for (int64_t a = 0; a < A; a++)
-            if (h->ids[a] >= 0 && h->ids[a] < m->hp.n_expert) c[h->ids[a]]++;
-    }
+    if (m->count_experts) st_model_note_routing(m, il, h->ids, n);
     if (h->trace_on && trace_add(h, il, h->ids, A)) {
         snprintf(err, errlen, "out of host memory recording the expert trace");
         return -1;
@@ -715,6 +712,16 @@ int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_
     *n_rows = A;
     *row_of = h->idx_dev + 2 * A;
     return 0;
+}
+
+void st_model_note_routing(st_model *m, int il, const int32_t *ids, int64_t n) {
+    const int64_t A = n * m->hp.n_expert_used;
+    if (m->counts_on) {
+        uint64_t *c = m->expert_counts + (size_t)il * (size_t)m->hp.n_expert;
+        for (int64_t a = 0; a < A; a++)
+            if (ids[a] >= 0 && ids[a] < m->hp.n_expert) c[ids[a]]++;
+    }
+    if (m->route_stats) st_route_stats_add(m->route_stats, il, ids, n);
 }
 
 uint64_t st_model_expert_slot_bytes(const st_model_desc *d) {

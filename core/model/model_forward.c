@@ -153,9 +153,7 @@ static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errle
         snprintf(err, errlen, "layer %d: reading router choices: %s", il, m->api->last_error());
         return -1;
     }
-    uint64_t *c = m->expert_counts + (size_t)il * (size_t)m->hp.n_expert;
-    for (int64_t a = 0; a < A; a++)
-        if (m->rids_host[a] >= 0 && m->rids_host[a] < m->hp.n_expert) c[m->rids_host[a]]++;
+    st_model_note_routing(m, il, m->rids_host, n);
     return 0;
 }
 

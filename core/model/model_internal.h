@@ -80,7 +80,9 @@ struct st_model {
     st_work w;
     int32_t n_out;        /* rows of the last forward */
     /* expert counting */
-    int count_experts;
+    int count_experts;       /* read the router's choices back: counts_on or route_stats */
+    int counts_on;
+    struct st_route_stats *route_stats; /* borrowed; NULL = none */
     uint64_t *expert_counts; /* [n_layer][n_expert] */
     int32_t *rids_host;      /* [n][k] */
     int32_t *seq_len0;       /* [n_seq] lengths before the batch (rollback) */
@@ -115,6 +117,9 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen);
 void st_model_experts_free(st_model *m);
 /* Start of a forward of n tokens (ages the policy, resets the insert budget). */
 void st_model_experts_step(st_model *m, int64_t n);
+/* The router's choices ids [n][k] of layer il, read back: counted and fed to the routing
+ * statistics when those are on. */
+void st_model_note_routing(st_model *m, int il, const int32_t *ids, int64_t n);
 /* After the router of layer il: reads its choices and cur (one sync), routes them through the
  * cache, launches the hits on the device and the admissions' uploads. 0 or -1 with err. */
 int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);

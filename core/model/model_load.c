@@ -351,7 +351,14 @@ int st_model_weights_in_place(const st_model *m) { return m->in_place; }
 uint64_t st_model_weight_bytes_uploaded(const st_model *m) { return m->bytes_uploaded; }
 int32_t st_model_n_out(const st_model *m) { return m->n_out; }
 
-void st_model_count_experts(st_model *m, int on) { m->count_experts = on && m->expert_counts != NULL; }
+void st_model_count_experts(st_model *m, int on) {
+    m->counts_on = on && m->expert_counts != NULL;
+    m->count_experts = m->counts_on || m->route_stats;
+}
+void st_model_route_stats(st_model *m, struct st_route_stats *s) {
+    m->route_stats = m->expert_counts ? s : NULL;
+    m->count_experts = m->counts_on || m->route_stats;
+}
 const uint64_t *st_model_expert_counts(const st_model *m) { return m->expert_counts; }
 void st_model_expert_counts_reset(st_model *m) {
     if (m->expert_counts)
