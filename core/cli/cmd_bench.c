@@ -10,6 +10,7 @@
 #include "cli/cli_planned.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
+#include "experts/expert_stats.h"
 #include "plan/plan.h"
 #include "kv/kv.h"
 #include "platform/platform.h"
@@ -25,6 +26,9 @@ static void help(FILE *f) {
                "              step); tok/s are aggregate over the sequences\n"
                "  --seed S    random prompt tokens (default: token i = (i * 7919 + 13) mod vocab, as the\n"
                "              llama.cpp reference tool uses)\n"
+               "  --decode-tokens M  what each decode step feeds back: random (default, as llama-bench:\n"
+               "              routing that a repeating greedy loop would flatter is not measured),\n"
+               "              sample (temperature 1.0 from the logits) or greedy (the argmax)\n"
                "  --json      one JSON object on stdout instead of the table\n");
     st_cli_model_opts_help(f);
     st_offload_opts_help(f);
@@ -77,13 +81,103 @@ static uint64_t used_expert_bytes(const st_model_desc *d, const uint64_t *counts
     return b;
 }
 
+enum { DEC_RANDOM = 0, DEC_SAMPLE = 1, DEC_GREEDY = 2 };
+static const char *const k_dec_names[] = {"random", "sample", "greedy"};
+
+/* The tokens the next decode step feeds back, one per sequence (tok[par]), after a forward. */
+typedef struct dec_src {
+    int mode;
+    int32_t n_vocab;
+    st_rng rng;
+    st_sampler *smp;  /* sample */
+    float *logits;    /* [par][n_vocab], sample */
+} dec_src;
+
+static int dec_next(dec_src *d, st_model *m, long par, int32_t *tok, char *err, size_t errlen) {
+    if (d->mode == DEC_RANDOM) {
+        for (long q = 0; q < par; q++) tok[q] = (int32_t)(st_rng_next(&d->rng) % (uint64_t)d->n_vocab);
+        return 0;
+    }
+    if (d->mode == DEC_GREEDY) {
+        if (st_model_argmax(m, tok, err, errlen)) return -1;
+        /* same prompts give the same picks: shift them per sequence (as the llama.cpp reference
+         * tool does) so the sequences route like different requests */
+        for (long q = 1; q < par; q++) tok[q] = (int32_t)((tok[q] + q) % d->n_vocab);
+        return 0;
+    }
+    if (st_model_logits(m, d->logits, err, errlen)) return -1;
+    for (long q = 0; q < par; q++) tok[q] = st_sampler_sample(d->smp, d->logits + (size_t)q * (size_t)d->n_vocab);
+    return 0;
+}
+
+/* The routing of the measured decode steps against what static placements and Belady would have
+ * hit on the same lookups: a split keeping whole layers' experts on the device (llama.cpp's
+ * --n-cpu-moe; hit rate = resident layers / MoE layers) and the best fixed set of `slots` pairs
+ * chosen in hindsight from the decode counts. Printed as a line, or JSON members. */
+static void print_decode_routing(const st_model_desc *d, const st_route_stats *rs, int64_t slots, double belady,
+                                 int json) {
+    st_route_summary r;
+    st_route_stats_summary(rs, &r);
+    int moe_layers = 0;
+    for (int l = 0; l < d->hp.n_layer; l++) moe_layers += d->layers[l].is_moe;
+    double static_layers = 0, static_best = 0;
+    if (slots >= 0 && moe_layers > 0 && r.uses > 0) {
+        int64_t full = slots / d->hp.n_expert;
+        static_layers = (double)(full < moe_layers ? full : moe_layers) / (double)moe_layers;
+        uint64_t *c = malloc((size_t)r.pairs_total * sizeof *c);
+        if (c) {
+            memcpy(c, st_route_stats_counts(rs), (size_t)r.pairs_total * sizeof *c);
+            static_best = st_expert_top_share(c, r.pairs_total, slots);
+            free(c);
+        }
+    }
+    char buf[1024];
+    if (json) {
+        st_route_summary_json(&r, buf, sizeof buf);
+        printf(",\"decode_routing\":{%s", buf);
+        if (slots >= 0)
+            printf(",\"static_layers_hit_rate\":%.4f,\"static_best_hit_rate\":%.4f,\"belady_hit_rate\":%.4f",
+                   static_layers, static_best, belady);
+        printf("}");
+        return;
+    }
+    st_route_summary_format(&r, buf, sizeof buf);
+    printf("decode %s", buf);
+    if (slots >= 0)
+        printf("decode routing, same lookups: whole layers resident (static split) would hit %.3f, the best fixed "
+               "set of %lld experts %.3f, Belady %.3f\n", static_layers, (long long)slots, static_best, belady);
+}
+
+/* A copy of the expert cache's slot table (*table, allocated once), where a decode phase starts.
+ * 0, or -1 for a model without a cache. */
+static int decode_resident(st_model *m, int32_t **table) {
+    const st_expert_cache *c = st_model_expert_cache(m);
+    if (!c) return -1;
+    const st_hparams *hp = &st_model_desc_of(m)->hp;
+    const size_t n = (size_t)hp->n_layer * (size_t)hp->n_expert;
+    if (!*table && !(*table = malloc(n * sizeof **table))) return -1;
+    memcpy(*table, st_expert_cache_table(c), n * sizeof **table);
+    return 0;
+}
+
+/* Adds Belady's optimum over the lookups since trace position `from` (from the residents then)
+ * to *acc. 0, or -1 when the window was not recorded in full. */
+static int decode_belady(st_model *m, uint64_t from, const int32_t *resident, st_expert_stats *acc) {
+    st_expert_stats b;
+    char e[256];
+    if (st_model_expert_belady_window(m, from, st_model_expert_trace_pos(m), resident, &b, e, sizeof e)) return -1;
+    acc->hits += b.hits;
+    acc->misses += b.misses;
+    return 0;
+}
+
 int st_cmd_bench(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
     long n_p = 512, n_g = 128, reps = 3, par = 1;
     uint64_t seed = 1;
     int seed_given = 0;
-    int json = 0;
+    int json = 0, dec_mode = DEC_RANDOM;
     st_offload_opts oo;
     st_offload_opts_init(&oo);
     for (int i = 1; i < argc; i++) {
@@ -107,6 +201,15 @@ int st_cmd_bench(int argc, char **argv) {
             if (r < 0) return 2;
             seed = strtoull(v, NULL, 10);
             seed_given = 1;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--decode-tokens", NULL, &v))) {
+            dec_mode = -1;
+            for (int k = 0; r > 0 && k < 3; k++)
+                if (!strcmp(v, k_dec_names[k])) dec_mode = k;
+            if (dec_mode < 0) {
+                fprintf(stderr, "strata bench: bad value '%s' for --decode-tokens (random, sample or greedy)\n",
+                        r > 0 ? v : "");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -164,6 +267,34 @@ int st_cmd_bench(int argc, char **argv) {
     char err[1024];
     int rc = 1;
     stat sp = {0}, sg = {0};
+    dec_src ds;
+    memset(&ds, 0, sizeof ds);
+    ds.mode = dec_mode;
+    ds.n_vocab = V;
+    st_rng_seed(&ds.rng, seed + 0x5eed);
+    st_route_stats *rs = NULL;
+    int32_t *resident = NULL;          /* the cache's table where a decode phase starts */
+    st_expert_stats bel_dec = {0};     /* Belady over the decode phases, from those tables */
+    int bel_ok = 1;
+    if (dec_mode == DEC_SAMPLE) {
+        st_sampler_params sp0;
+        st_sampler_params_default(&sp0);
+        sp0.temp = 1.0f;
+        sp0.top_k = 0;
+        sp0.top_p = 1.0f;
+        sp0.min_p = 0.0f;
+        sp0.seed = seed;
+        ds.smp = st_sampler_new(&sp0, V);
+        ds.logits = malloc((size_t)par * (size_t)V * sizeof *ds.logits);
+        if (!ds.smp || !ds.logits) {
+            snprintf(err, sizeof err, "out of memory for the sampler");
+            goto fail;
+        }
+    }
+    if (d->hp.n_expert > 0 && n_g > 0) {
+        rs = st_route_stats_create(d->hp.n_layer, d->hp.n_expert, d->hp.n_expert_used, err, sizeof err);
+        if (!rs) goto fail;
+    }
     double best_p = 0, best_g = 0;
     st_kv *kv = st_model_kv(s.m);
     /* warm-up: one small forward (first-touch of pages, module threads) */
@@ -193,17 +324,22 @@ int st_cmd_bench(int argc, char **argv) {
         if (n_g > 0) { /* then they decode together: one token of each per step */
             st_model_expert_info e0;
             st_model_expert_info_get(s.m, &e0);
+            const uint64_t tr0 = st_model_expert_trace_pos(s.m);
+            if (bel_ok && decode_resident(s.m, &resident)) bel_ok = 0;
+            if (rs) {
+                st_route_stats_break(rs);
+                st_model_route_stats(s.m, rs);
+            }
             uint64_t t0 = st_now_ns();
             for (long i = 0; i < n_g; i++, at++) {
                 for (long q = 0; q < par; q++) pos[q] = (int32_t)at;
                 st_batch b = {(int32_t)par, tok, pos, sq, want};
-                if (st_model_forward(s.m, &b, err, sizeof err) || st_model_argmax(s.m, tok, err, sizeof err))
+                if (st_model_forward(s.m, &b, err, sizeof err) || dec_next(&ds, s.m, par, tok, err, sizeof err))
                     goto fail;
-                /* same prompts give the same picks: shift them per sequence (as the llama.cpp
-                 * reference tool does) so the sequences route like different requests */
-                for (long q = 1; q < par; q++) tok[q] = (int32_t)((tok[q] + q) % V);
             }
             double v = (double)(n_g * par) / ((double)(st_now_ns() - t0) / 1e9);
+            st_model_route_stats(s.m, NULL);
+            if (bel_ok) bel_ok = decode_belady(s.m, tr0, resident, &bel_dec) == 0;
             st_model_expert_info e1;
             st_model_expert_info_get(s.m, &e1);
             ex_dec.tokens += e1.tokens - e0.tokens;
@@ -263,12 +399,14 @@ int st_cmd_bench(int argc, char **argv) {
     }
     const char *kvn = st_type_name(st_model_params_of(s.m)->kv_type);
     const double P = (double)par;
+    const double bel_rate = bel_ok && hybrid ? st_expert_stats_hit_rate(&bel_dec) : -1;
     if (json) {
         printf("{\"model\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"weights_in_place\":%s,\"kv_type\":\"%s\","
-               "\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,\"threads\":%ld,\"n_ctx\":%d,\"n_batch\":%d,"
+               "\"decode_tokens\":\"%s\",\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,\"threads\":%ld,\"n_ctx\":%d,\"n_batch\":%d,"
                "\"parallel\":%ld,\"prefill_tok_s\":%.3f,\"prefill_tok_s_sd\":%.3f,\"prefill_tok_s_best\":%.3f,"
                "\"decode_tok_s\":%.3f,\"decode_tok_s_sd\":%.3f,\"decode_tok_s_best\":%.3f,",
-               o.model, d->hp.arch_name, s.device_text, st_model_weights_in_place(s.m) ? "true" : "false", kvn, n_p,
+               o.model, d->hp.arch_name, s.device_text, st_model_weights_in_place(s.m) ? "true" : "false", kvn,
+               k_dec_names[dec_mode], n_p,
                n_g, reps, o.threads, st_model_params_of(s.m)->n_ctx, st_model_params_of(s.m)->n_batch, par,
                stat_mean(&sp), stat_sd(&sp), best_p, stat_mean(&sg), stat_sd(&sg), best_g);
         printf("\"decode_bytes_per_token\":{\"nonexpert\":%.0f,\"experts\":%.0f,\"kv\":%.0f,\"total\":%.0f},"
@@ -306,6 +444,7 @@ int st_cmd_bench(int argc, char **argv) {
                    (unsigned long long)other, moe_layers,
                    (unsigned long long)(moe_layers ? d->bytes_experts / (uint64_t)moe_layers : 0));
         }
+        if (rs) print_decode_routing(d, rs, hybrid ? ex_all.slots : -1, bel_rate, 1);
         printf("}\n");
     } else {
         char sum[512];
@@ -318,8 +457,8 @@ int st_cmd_bench(int argc, char **argv) {
             printf("prefill: %ld tokens: %10.1f tok/s (sd %.1f, best %.1f, %ld runs)  ~%.2f GB/s of weights\n",
                    n_p * par, stat_mean(&sp), stat_sd(&sp), best_p, reps, gbs_pre);
         if (n_g > 0) {
-            printf("decode:  %ld tokens: %10.1f tok/s (sd %.1f, best %.1f, %ld runs)\n", n_g * par, stat_mean(&sg),
-                   stat_sd(&sg), best_g, reps);
+            printf("decode:  %ld tokens: %10.1f tok/s (sd %.1f, best %.1f, %ld runs; %s tokens fed back)\n",
+                   n_g * par, stat_mean(&sg), stat_sd(&sg), best_g, reps, k_dec_names[dec_mode]);
             printf("bytes per decode token: %.2f MB = non-expert %.2f MB + routed experts %.2f MB + KV %.2f MB\n",
                    b_tok / P / 1e6, (double)b_nonexp / P / 1e6, (double)b_exp / P / 1e6, b_kv / P / 1e6);
             if (hybrid) {
@@ -335,6 +474,7 @@ int st_cmd_bench(int argc, char **argv) {
                     printf(" (Belady %.3f)", st_expert_stats_hit_rate(&bel));
                 printf("\n");
             }
+            if (rs) print_decode_routing(d, rs, hybrid ? ex_all.slots : -1, bel_rate, 0);
             printf("achieved: %.2f GB/s", gbs);
             if (s.mem_bw_gbs > 0) printf(" (%.0f%% of the device's %.0f GB/s)", 100.0 * gbs / s.mem_bw_gbs, s.mem_bw_gbs);
             printf("\n");
@@ -345,6 +485,11 @@ int st_cmd_bench(int argc, char **argv) {
 fail:
     fprintf(stderr, "strata bench: %s\n", err);
 done:
+    if (s.m) st_model_route_stats(s.m, NULL);
+    st_route_stats_free(rs);
+    st_sampler_free(ds.smp);
+    free(ds.logits);
+    free(resident);
     free(prompt);
     free(tok);
     free(pos);

@@ -130,16 +130,21 @@ void st_route_stats_summary(const st_route_stats *s, st_route_summary *out) {
     for (int64_t i = 0; i < out->pairs_total; i++) out->pairs_used += s->counts[i] > 0;
     if (s->overlap_den) out->adjacent_overlap = (double)s->overlap_num / (double)s->overlap_den;
     uint64_t *sorted = malloc((size_t)out->pairs_total * sizeof *sorted);
-    if (!sorted || !s->uses) {
-        free(sorted);
-        return;
-    }
+    if (!sorted) return;
     memcpy(sorted, s->counts, (size_t)out->pairs_total * sizeof *sorted);
-    qsort(sorted, (size_t)out->pairs_total, sizeof *sorted, cmp_desc);
-    uint64_t top = 0;
-    for (int64_t i = 0; i < out->pairs_total / 2; i++) top += sorted[i];
-    out->top_half_share = (double)top / (double)s->uses;
+    out->top_half_share = st_expert_top_share(sorted, out->pairs_total, out->pairs_total / 2);
     free(sorted);
+}
+
+double st_expert_top_share(uint64_t *counts, int64_t n, int64_t top) {
+    uint64_t all = 0, in_top = 0;
+    if (n <= 0) return 0;
+    qsort(counts, (size_t)n, sizeof *counts, cmp_desc);
+    for (int64_t i = 0; i < n; i++) {
+        all += counts[i];
+        if (i < top) in_top += counts[i];
+    }
+    return all ? (double)in_top / (double)all : 0;
 }
 
 const char *st_route_reuse_label(int b) {

@@ -54,6 +54,10 @@ void st_route_stats_reset(st_route_stats *s);
 /* Counts [n_layer][n_expert]. Borrowed. */
 const uint64_t *st_route_stats_counts(const st_route_stats *s);
 void st_route_stats_summary(const st_route_stats *s, st_route_summary *out);
+/* The share of the uses in counts[0..n) that its `top` largest entries hold (0 when there are
+ * none): the hit rate of the best fixed set of `top` experts chosen in hindsight. Sorts counts in
+ * place, descending. */
+double st_expert_top_share(uint64_t *counts, int64_t n, int64_t top);
 /* Label of reuse bucket b ("1", "2", "3-4", ..., ">512", "first"). Static storage. */
 const char *st_route_reuse_label(int b);
 /* One line, e.g. "routing: 1024 tokens; 6144 of 6144 (layer, expert) pairs used; top half 61.2% of
