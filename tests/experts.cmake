@@ -6,6 +6,9 @@ if(TARGET st_experts)
   add_executable(test_route_stats ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_route_stats.c)
   target_link_libraries(test_route_stats PRIVATE st_experts m)
   add_test(NAME experts.route_stats COMMAND test_route_stats)
+  add_executable(test_offload_policy ${CMAKE_CURRENT_SOURCE_DIR}/experts/test_offload_policy.c)
+  target_link_libraries(test_offload_policy PRIVATE st_experts m)
+  add_test(NAME experts.offload_policy COMMAND test_offload_policy)
 endif()
 
 # Tiers on a generated model and a simulated device: file slices, CPU FFN of misses, the RAM

@@ -70,7 +70,9 @@ st_expert_cache *st_expert_cache_create(const st_expert_cache_params *p, char *e
     st_expert_cache *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->p = *p;
-    if (c->p.decay == 0) c->p.decay = 0.9f;
+    if (c->p.decay == 0) c->p.decay = ST_EXPERT_LFRU_DECAY;
+    if (c->p.admit_margin == 0) c->p.admit_margin = ST_EXPERT_LFRU_MARGIN;
+    if (c->p.admit_margin < 0) c->p.admit_margin = 0;
     c->n_keys = (int64_t)p->n_layer * p->n_expert;
     if (c->p.n_slots > c->n_keys) c->p.n_slots = c->n_keys; /* more slots than experts: never used */
     const size_t S = (size_t)(c->p.n_slots ? c->p.n_slots : 1), K = (size_t)c->n_keys;
@@ -133,7 +135,7 @@ static int64_t pick_slot(st_expert_cache *c, float cand_score) {
             }
         }
     }
-    if (best >= 0 && c->p.policy == ST_EXPERT_LFRU && !(cand_score > best_score)) return -1;
+    if (best >= 0 && c->p.policy == ST_EXPERT_LFRU && !(cand_score > best_score + c->p.admit_margin)) return -1;
     return best;
 }
 

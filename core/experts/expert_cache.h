@@ -13,7 +13,8 @@
  *   lru      admit every miss (up to the per-step cap), evict the least recently used
  *   lfru     frequency-weighted LRU: every (layer, expert) keeps a score decayed per step
  *            and bumped per use; a miss is admitted only when its score beats the weakest
- *            resident's (ties go to recency), at most max_inserts_per_step per step
+ *            resident's by admit_margin uses (ties go to recency), at most
+ *            max_inserts_per_step per step (TinyLFU's rule: admit on evidence of reuse)
  *   profile  seeded from a ranked profile, then fixed
  * Not thread-safe: one owner (the engine's step) at a time. */
 #ifndef STRATA_EXPERT_CACHE_H
@@ -32,13 +33,23 @@ typedef enum st_expert_policy {
     ST_EXPERT_PROFILE = 2
 } st_expert_policy;
 
+/* lfru's defaults, chosen on the cost model of balanced and skewed traces
+ * (tests/experts/test_offload_policy.c, docs/memory.md): a memory of a few hundred steps, so a
+ * score counts uses rather than the last few tokens, and admission only for a newcomer used two
+ * more times than the weakest resident in that memory. With balanced routing that admits about
+ * 10 experts per token instead of 200 (each a copy over PCIe that never paid back). */
+#define ST_EXPERT_LFRU_DECAY 0.995f
+#define ST_EXPERT_LFRU_MARGIN 2.0f
+
 typedef struct st_expert_cache_params {
     int32_t n_layer;              /* layers whose experts this cache serves (rows of the table) */
     int32_t n_expert;             /* experts per layer */
     int64_t n_slots;              /* device slots (0 = every expert is a miss) */
     st_expert_policy policy;
     int32_t max_inserts_per_step; /* admissions per step; 0 = unlimited (lfru default: 0 too) */
-    float decay;                  /* lfru: score factor per step, (0, 1]; 0 = 0.9 */
+    float decay;                  /* lfru: score factor per step, (0, 1]; 0 = ST_EXPERT_LFRU_DECAY */
+    float admit_margin;           /* lfru: a newcomer's score must beat the weakest resident's by
+                                     this many uses; 0 = ST_EXPERT_LFRU_MARGIN, < 0 = none */
     uint64_t slot_bytes;          /* bytes of one expert (gate + up + down), for the statistics */
 } st_expert_cache_params;
 

@@ -32,6 +32,34 @@ int64_t st_expert_cost_break_even(const st_expert_cost *c, uint64_t bytes) {
     return k;
 }
 
+int64_t st_expert_cost_split(const st_expert_cost *c, uint64_t bytes, double dev_s, const int32_t *rows, int64_t n,
+                             int64_t max_upload, uint8_t *upload, double *t_out) {
+    double cpu = 0;
+    for (int64_t i = 0; i < n; i++) {
+        upload[i] = 0;
+        cpu += st_expert_cost_cpu_s(c, rows[i]);
+    }
+    const double up = st_expert_cost_upload_s(c, bytes);
+    double dev = dev_s;
+    int64_t moved = 0;
+    while (moved < max_upload) {
+        int64_t best = -1; /* the CPU's most expensive expert still there */
+        for (int64_t i = 0; i < n; i++)
+            if (!upload[i] && (best < 0 || rows[i] > rows[best])) best = i;
+        if (best < 0) break;
+        const double c_best = st_expert_cost_cpu_s(c, rows[best]);
+        const double now = dev > cpu ? dev : cpu;
+        const double after = dev + up > cpu - c_best ? dev + up : cpu - c_best;
+        if (!(after < now)) break;
+        upload[best] = 1;
+        dev += up;
+        cpu -= c_best;
+        moved++;
+    }
+    if (t_out) *t_out = dev > cpu ? dev : cpu;
+    return moved;
+}
+
 static double time_ffn(const st_expert_slice *s, const float *x, int64_t n, float *out, float *scratch) {
     double best = INFINITY;
     for (int rep = 0; rep < 3; rep++) {

@@ -30,6 +30,14 @@ double st_expert_cost_upload_s(const st_expert_cost *c, uint64_t bytes);
 int st_expert_cost_prefer_upload(const st_expert_cost *c, uint64_t bytes, int64_t n_rows);
 /* The fewest rows for which the upload wins (INT64_MAX when it never does). */
 int64_t st_expert_cost_break_even(const st_expert_cost *c, uint64_t bytes);
+/* Both pipes for one layer's misses: the device pipe is busy for dev_s already (its hits, the
+ * cache's admissions), the CPU starts idle. Missed expert i needs rows[i] rows; choose which to
+ * upload (and compute on the device) so that the later of the two pipes finishes first: the
+ * experts with the most rows move first, one at a time, while that lowers the finish. Writes
+ * upload[i] (1 = upload) and, when t_out is not NULL, the predicted finish. Returns the count
+ * uploaded, at most max_upload (staging slots; 0 = every miss on the CPU). */
+int64_t st_expert_cost_split(const st_expert_cost *c, uint64_t bytes, double dev_s, const int32_t *rows, int64_t n,
+                             int64_t max_upload, uint8_t *upload, double *t_out);
 /* Times st_expert_cpu_ffn on `s` for 1 and n_rows (> 1) rows (best of a few runs) and sets
  * cpu_s_per_expert / cpu_s_per_row. 0, or -1 when the FFN cannot run on this slice. */
 int st_expert_cost_calibrate_cpu(st_expert_cost *c, const st_expert_slice *s, int64_t n_rows);

@@ -153,3 +153,21 @@ int st_expert_profile_check(const st_expert_profile *p, int32_t n_layer, int32_t
     }
     return 0;
 }
+
+st_expert_profile *st_expert_profile_layers(int32_t n_layer, int32_t n_expert, int32_t first, int32_t last, char *err,
+                                            size_t errlen) {
+    if (n_layer <= 0 || n_expert <= 0 || first < 0 || last >= n_layer || first > last) {
+        snprintf(err, errlen, "expert profile: no layers %d..%d in a model of %d layers", first, last, n_layer);
+        return NULL;
+    }
+    uint64_t *counts = calloc((size_t)n_layer * (size_t)n_expert, sizeof *counts);
+    if (!counts) {
+        snprintf(err, errlen, "expert profile: out of host memory");
+        return NULL;
+    }
+    /* equal counts rank by layer, then expert: the layers' experts in order */
+    for (int64_t i = (int64_t)first * n_expert; i < (int64_t)(last + 1) * n_expert; i++) counts[i] = 1;
+    st_expert_profile *p = st_expert_profile_from_counts(n_layer, n_expert, counts, err, errlen);
+    free(counts);
+    return p;
+}

@@ -27,6 +27,11 @@ typedef struct st_expert_profile {
  * or the sizes are not positive. */
 st_expert_profile *st_expert_profile_from_counts(int32_t n_layer, int32_t n_expert, const uint64_t *counts,
                                                  char *err, size_t errlen);
+/* A profile holding every expert of layers [first, last] (count 1 each, layer order): the static
+ * split that keeps whole layers' experts on the device, as llama.cpp's --n-cpu-moe does for the
+ * layers after its first N. NULL with err on bad bounds or out of memory. */
+st_expert_profile *st_expert_profile_layers(int32_t n_layer, int32_t n_expert, int32_t first, int32_t last, char *err,
+                                            size_t errlen);
 /* Writes p to path. 0, or -1 with err naming the path and the OS error. */
 int st_expert_profile_write(const st_expert_profile *p, const char *path, char *err, size_t errlen);
 /* Reads a profile; refuses a bad header, an entry out of range, a duplicate or a count that

@@ -122,27 +122,40 @@ int st_expert_belady_from(const st_expert_trace *t, int64_t n_slots, const int32
     return 0;
 }
 
-int st_expert_simulate(const st_expert_trace *t, const st_expert_cache_params *pin, const int32_t *seed_layer,
-                       const int32_t *seed_expert, int64_t n_seed, st_expert_stats *out, st_expert_stats *per_layer,
-                       char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    if (check_trace(t, err, errlen)) return -1;
+/* Called after each (step, layer) group was routed: ids[0..n) and slot_of (-1 = miss, slot as it
+ * was before this group's admissions), n_loads admissions. */
+typedef int (*group_fn)(void *ctx, int32_t layer, const int32_t *ids, const int32_t *slot_of, int64_t n,
+                        int64_t n_loads);
+
+/* A cache of parameters pin for the trace's sizes, seeded (and its counters cleared), with the
+ * loads buffer; NULL with err. */
+static st_expert_cache *replay_cache(const st_expert_trace *t, const st_expert_cache_params *pin,
+                                     const int32_t *seed_layer, const int32_t *seed_expert, int64_t n_seed,
+                                     st_expert_load **loads, int64_t *cap, char *err, size_t errlen) {
+    if (check_trace(t, err, errlen)) return NULL;
     st_expert_cache_params p = *pin;
     p.n_layer = t->n_layer;
     p.n_expert = t->n_expert;
     st_expert_cache *c = st_expert_cache_create(&p, err, errlen);
-    if (!c) return -1;
-    int64_t cap = n_seed > t->n ? n_seed : t->n;
-    st_expert_load *loads = malloc((size_t)(cap ? cap : 1) * sizeof *loads);
-    if (!loads) {
+    if (!c) return NULL;
+    *cap = n_seed > t->n ? n_seed : t->n;
+    *loads = malloc((size_t)(*cap ? *cap : 1) * sizeof **loads);
+    if (!*loads) {
         st_expert_cache_free(c);
         snprintf(err, errlen, "expert trace: out of host memory");
-        return -1;
+        return NULL;
     }
     if (n_seed > 0 && seed_layer && seed_expert) {
-        st_expert_cache_seed(c, seed_layer, seed_expert, n_seed, loads, cap);
+        st_expert_cache_seed(c, seed_layer, seed_expert, n_seed, *loads, *cap);
         st_expert_cache_stats_reset(c);
     }
+    return c;
+}
+
+/* Routes the trace through c, one call per (step, layer) group, calling fn (may be NULL) after
+ * each with slot_of (scratch [t->n]). 0, or -1 with err. */
+static int replay(const st_expert_trace *t, st_expert_cache *c, st_expert_load *loads, int64_t cap, int32_t *slot_of,
+                  group_fn fn, void *ctx, char *err, size_t errlen) {
     int64_t i = 0;
     while (i < t->n) {
         const int64_t step = t->step ? t->step[i] : i;
@@ -150,20 +163,109 @@ int st_expert_simulate(const st_expert_trace *t, const st_expert_cache_params *p
         while (i < t->n && (t->step ? t->step[i] : i) == step) {
             int64_t j = i;
             while (j < t->n && (t->step ? t->step[j] : j) == step && t->layer[j] == t->layer[i]) j++;
-            if (st_expert_cache_route(c, t->layer[i], t->expert + i, j - i, NULL, loads, cap) < 0) {
+            int64_t nl = st_expert_cache_route(c, t->layer[i], t->expert + i, j - i, slot_of ? slot_of + i : NULL,
+                                               loads, cap);
+            if (nl < 0 || (fn && fn(ctx, t->layer[i], t->expert + i, slot_of + i, j - i, nl))) {
                 snprintf(err, errlen, "expert trace: routing access %lld failed", (long long)i);
-                free(loads);
-                st_expert_cache_free(c);
                 return -1;
             }
             i = j;
         }
     }
+    return 0;
+}
+
+int st_expert_simulate(const st_expert_trace *t, const st_expert_cache_params *pin, const int32_t *seed_layer,
+                       const int32_t *seed_expert, int64_t n_seed, st_expert_stats *out, st_expert_stats *per_layer,
+                       char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    st_expert_load *loads = NULL;
+    int64_t cap = 0;
+    st_expert_cache *c = replay_cache(t, pin, seed_layer, seed_expert, n_seed, &loads, &cap, err, errlen);
+    if (!c) return -1;
+    int rc = replay(t, c, loads, cap, NULL, NULL, NULL, err, errlen);
     st_expert_cache_stats(c, -1, out);
     for (int32_t l = 0; per_layer && l < t->n_layer; l++) st_expert_cache_stats(c, l, &per_layer[l]);
     free(loads);
     st_expert_cache_free(c);
+    return rc;
+}
+
+/* State of st_expert_model_time's replay. */
+typedef struct time_ctx {
+    const st_expert_cost *cost;
+    uint64_t bytes;
+    int both_pipes;
+    int32_t n_expert;
+    int32_t *rows;      /* [n_expert] rows per expert of the group */
+    int8_t *hit;        /* [n_expert] */
+    int32_t *miss_rows; /* [n_expert] rows of the group's missed experts */
+    uint8_t *upload;    /* [n_expert] */
+    st_expert_time *out;
+} time_ctx;
+
+/* One layer of one step: the device computes its hit experts and copies the admissions; the
+ * misses go to the CPU, or are split between the pipes (both_pipes). The layer ends when both
+ * pipes are done. */
+static int time_group(void *vctx, int32_t layer, const int32_t *ids, const int32_t *slot_of, int64_t n,
+                      int64_t n_loads) {
+    time_ctx *x = vctx;
+    const st_expert_cost *c = x->cost;
+    (void)layer;
+    memset(x->rows, 0, (size_t)x->n_expert * sizeof *x->rows);
+    for (int64_t i = 0; i < n; i++) {
+        x->rows[ids[i]]++;
+        x->hit[ids[i]] = slot_of[i] >= 0;
+    }
+    double dev = (double)n_loads * st_expert_cost_upload_s(c, x->bytes);
+    int64_t nm = 0;
+    for (int32_t e = 0; e < x->n_expert; e++) {
+        if (!x->rows[e]) continue;
+        if (x->hit[e]) dev += c->device_s_per_expert;
+        else x->miss_rows[nm++] = x->rows[e];
+    }
+    double t = 0;
+    int64_t up = st_expert_cost_split(c, x->bytes, dev, x->miss_rows, nm, x->both_pipes ? nm : 0, x->upload, &t);
+    x->out->seconds += t;
+    x->out->streamed += (uint64_t)up;
+    x->out->cpu_experts += (uint64_t)(nm - up);
+    x->out->admissions += (uint64_t)n_loads;
     return 0;
+}
+
+int st_expert_model_time(const st_expert_trace *t, const st_expert_cache_params *p, const int32_t *seed_layer,
+                         const int32_t *seed_expert, int64_t n_seed, const st_expert_cost *cost, uint64_t expert_bytes,
+                         int both_pipes, st_expert_time *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    st_expert_load *loads = NULL;
+    int64_t cap = 0;
+    st_expert_cache *c = replay_cache(t, p, seed_layer, seed_expert, n_seed, &loads, &cap, err, errlen);
+    if (!c) return -1;
+    time_ctx x = {cost, expert_bytes, both_pipes, t->n_expert, NULL, NULL, NULL, NULL, out};
+    x.rows = malloc((size_t)t->n_expert * sizeof *x.rows);
+    x.hit = malloc((size_t)t->n_expert);
+    x.miss_rows = malloc((size_t)t->n_expert * sizeof *x.miss_rows);
+    x.upload = malloc((size_t)t->n_expert);
+    int32_t *slot_of = malloc((size_t)(t->n ? t->n : 1) * sizeof *slot_of);
+    int rc = -1;
+    if (!x.rows || !x.hit || !x.miss_rows || !x.upload || !slot_of) {
+        snprintf(err, errlen, "expert trace: out of host memory");
+        goto done;
+    }
+    rc = replay(t, c, loads, cap, slot_of, time_group, &x, err, errlen);
+    st_expert_cache_stats(c, -1, &out->stats);
+    const int64_t steps = t->n ? (t->step ? t->step[t->n - 1] - t->step[0] + 1 : t->n) : 0;
+    out->steps = steps;
+    out->s_per_step = steps ? out->seconds / (double)steps : 0;
+done:
+    free(x.rows);
+    free(x.hit);
+    free(x.miss_rows);
+    free(x.upload);
+    free(slot_of);
+    free(loads);
+    st_expert_cache_free(c);
+    return rc;
 }
 
 typedef struct rank_ent {

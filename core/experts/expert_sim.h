@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "experts/expert_cache.h"
+#include "experts/expert_cost.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,27 @@ int st_expert_belady_from(const st_expert_trace *t, int64_t n_slots, const int32
 int st_expert_simulate(const st_expert_trace *t, const st_expert_cache_params *p, const int32_t *seed_layer,
                        const int32_t *seed_expert, int64_t n_seed, st_expert_stats *out, st_expert_stats *per_layer,
                        char *err, size_t errlen);
+
+/* What a placement costs on a trace, by the cost model (expert_cost.h): per (step, layer) the
+ * device pipe computes the hit experts and copies the admissions, the misses run on the CPU or,
+ * with both_pipes, are split between an upload (computed on the device) and the CPU
+ * (st_expert_cost_split); the layer takes the longer pipe. */
+typedef struct st_expert_time {
+    double seconds;          /* summed over the trace */
+    double s_per_step;       /* seconds / steps */
+    int64_t steps;
+    uint64_t streamed;       /* missed experts uploaded and computed on the device */
+    uint64_t cpu_experts;    /* missed experts computed on the CPU */
+    uint64_t admissions;     /* experts the cache copied in */
+    st_expert_stats stats;   /* the cache's counters */
+} st_expert_time;
+
+/* Models the trace through a cache of parameters p (seeded like st_expert_simulate) with
+ * experts of expert_bytes. 0, or -1 with err. The static split of llama.cpp's --n-cpu-moe is
+ * the profile policy seeded with whole layers and both_pipes 0. */
+int st_expert_model_time(const st_expert_trace *t, const st_expert_cache_params *p, const int32_t *seed_layer,
+                         const int32_t *seed_expert, int64_t n_seed, const st_expert_cost *cost,
+                         uint64_t expert_bytes, int both_pipes, st_expert_time *out, char *err, size_t errlen);
 
 /* A ranked profile from a trace: every (layer, expert) seen, by use count descending (ties:
  * lower layer, then lower expert first). Writes up to cap entries; returns the full count. */
