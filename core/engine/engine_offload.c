@@ -2,6 +2,7 @@
 #include "engine/engine_offload.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@ void st_offload_opts_init(st_offload_opts *o) {
     memset(o, 0, sizeof *o);
     o->expert_cache = -1;
     o->policy = ST_EXPERT_LFRU;
+    o->n_cpu_moe = -1;
 }
 
 static int match(int argc, char **argv, int *i, const char *name, const char **val) {
@@ -68,6 +70,11 @@ int st_offload_opt(const char *cmd, int argc, char **argv, int *i, st_offload_op
     } else if ((r = match(argc, argv, i, "--expert-profile", &v))) {
         if (r < 0) return bad(cmd, "--expert-profile", v, "a file written by `strata profile-experts`");
         o->profile = v;
+    } else if ((r = match(argc, argv, i, "--n-cpu-moe", &v)) || (r = match(argc, argv, i, "-ncmoe", &v))) {
+        if (r < 0 || parse_long(v, 0, 1 << 20, &n)) return bad(cmd, "--n-cpu-moe", v, "a number of layers, 0 or more");
+        o->n_cpu_moe = (int32_t)n;
+    } else if (!strcmp(argv[*i], "--cpu-moe") || !strcmp(argv[*i], "-cmoe")) {
+        o->n_cpu_moe = INT32_MAX;
     } else if ((r = match(argc, argv, i, "--cpu-threads", &v))) {
         if (r < 0 || parse_long(v, 0, 4096, &n)) return bad(cmd, "--cpu-threads", v, "0..4096");
         o->cpu_threads = (int32_t)n;
@@ -86,6 +93,10 @@ void st_offload_opts_help(FILE *f) {
             "                         fit stay in the file and their misses run on the CPU module\n"
             "  --expert-policy P      lfru (default), lru, or profile (fixed, from --expert-profile)\n"
             "  --expert-profile FILE  ranked experts (`strata profile-experts`) that fill the cache first\n"
+            "  --n-cpu-moe N          static split, as llama.cpp's: the experts of the first N layers stay in\n"
+            "                         host memory (computed by the CPU, or streamed to the device when\n"
+            "                         that is faster), the other layers' experts are resident and fixed\n"
+            "  --cpu-moe              the same for every layer\n"
             "  --cpu-threads N        threads of the CPU module computing expert misses\n");
 }
 
@@ -114,6 +125,61 @@ static uint64_t stream_bytes(const st_backend_api *api, st_device *dev) {
     st_status st = api->mem_info(dev, &f1, &t);
     api->stream_destroy(s);
     return st == ST_OK && f1 < f0 ? f0 - f1 : 0;
+}
+
+/* Staging slots of a cache: misses uploaded and computed on the device beside the CPU's. */
+#define ST_OFFLOAD_STAGE_SLOTS 16
+
+/* First MoE layer index from which --n-cpu-moe N leaves experts resident (the layer after the
+ * N-th MoE layer), and the slots that takes. */
+static int32_t static_first(const st_model_desc *d, int32_t n_cpu_moe) {
+    int32_t seen = 0;
+    for (int32_t l = 0; l < d->hp.n_layer; l++)
+        if (d->layers[l].is_moe && seen++ == n_cpu_moe) return l;
+    return d->hp.n_layer;
+}
+static int64_t static_slots(const st_model_desc *d, int32_t n_cpu_moe) {
+    int64_t n = 0;
+    for (int32_t l = static_first(d, n_cpu_moe); l < d->hp.n_layer; l++) n += d->layers[l].is_moe ? d->hp.n_expert : 0;
+    return n;
+}
+
+/* What the cache holds at load: --expert-profile's ranking; --n-cpu-moe's layers (fixed); or, by
+ * default, the whole last layers that fit, so the cache starts as the static split and moves
+ * from it only on evidence of reuse (lfru). out->profile, or -1 with err. */
+static int initial_placement(const st_offload_opts *o, const st_model_desc *d, int64_t slots, FILE *log,
+                             st_offload *out, char *err, size_t errlen) {
+    const int32_t L = d->hp.n_layer, X = d->hp.n_expert;
+    if (o->profile) {
+        out->profile = st_expert_profile_read(o->profile, err, errlen);
+        return !out->profile || st_expert_profile_check(out->profile, L, X, err, errlen) ? -1 : 0;
+    }
+    if (o->policy == ST_EXPERT_PROFILE && o->n_cpu_moe < 0) {
+        snprintf(err, errlen, "--expert-policy profile keeps the cache fixed to a profile: give --expert-profile");
+        return -1;
+    }
+    int32_t first = L;
+    if (o->n_cpu_moe >= 0) {
+        first = static_first(d, o->n_cpu_moe);
+        if (static_slots(d, o->n_cpu_moe) > slots && log)
+            fprintf(log, "experts: WARNING: --n-cpu-moe %d needs %lld slots for its resident layers, the plan has %lld; "
+                    "the last layers that fit are resident (raise --vram-budget or --n-cpu-moe)\n", o->n_cpu_moe,
+                    (long long)static_slots(d, o->n_cpu_moe), (long long)slots);
+    }
+    for (int64_t room = slots; first > 0 && o->n_cpu_moe < 0;) { /* the last whole layers that fit */
+        int32_t l = first - 1;
+        int64_t need = d->layers[l].is_moe ? X : 0;
+        if (need > room) break;
+        room -= need;
+        first = l;
+    }
+    if (first >= L) return 0;
+    out->profile = st_expert_profile_layers(L, X, first, L - 1, err, errlen);
+    if (!out->profile) return -1;
+    if (log)
+        fprintf(log, "experts: layers %d-%d start resident (%s); the rest are computed on the CPU or streamed\n", first,
+                L - 1, o->n_cpu_moe >= 0 ? "--n-cpu-moe, fixed" : "then adapted on evidence of reuse");
+    return 0;
 }
 
 /* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
@@ -191,6 +257,7 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     r.expert_cache = o->expert_cache;
     if (o->expert_cache_bytes && d->bytes_expert_slice)
         r.expert_cache = (int64_t)(o->expert_cache_bytes / d->bytes_expert_slice);
+    if (o->n_cpu_moe >= 0) r.expert_cache = static_slots(d, o->n_cpu_moe) + ST_OFFLOAD_STAGE_SLOTS;
     out->plan = st_plan_build(d, &in, 1, &r, err, errlen);
     if (!out->plan) return -1;
     const st_plan *p = out->plan;
@@ -234,23 +301,18 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     }
     out->cpu_api = cd->module->api;
     out->cpu_index = cd->index;
-    if (o->profile) {
-        out->profile = st_expert_profile_read(o->profile, err, errlen);
-        if (!out->profile ||
-            st_expert_profile_check(out->profile, d->hp.n_layer, d->hp.n_expert, err, errlen))
-            return -1;
-    } else if (o->policy == ST_EXPERT_PROFILE) {
-        snprintf(err, errlen, "--expert-policy profile keeps the cache fixed to a profile: give --expert-profile");
-        return -1;
-    }
-    /* a few of the slots stage the misses of long steps (a prefill) on the device */
-    const int32_t stage = slots >= 64 ? 16 : slots >= 16 ? (int32_t)(slots / 4) : 0;
+    /* a few of the slots stage misses on the device: uploaded and computed there, beside the
+       CPU's share (the cost model splits each layer's misses between the two) */
+    const int32_t stage = slots >= 4 * ST_OFFLOAD_STAGE_SLOTS ? ST_OFFLOAD_STAGE_SLOTS
+                          : o->n_cpu_moe >= 0 && slots > 0 ? (int32_t)(slots < ST_OFFLOAD_STAGE_SLOTS ? slots : ST_OFFLOAD_STAGE_SLOTS)
+                          : slots >= 16 ? (int32_t)(slots / 4) : 0;
     slots -= stage;
+    if (initial_placement(o, d, slots, log, out, err, errlen)) return -1;
     mp->expert_stage_slots = stage;
     mp->expert_stage_rows = 0;
     out->expert_slots = slots;
     mp->expert_slots = slots;
-    mp->expert_policy = o->policy;
+    mp->expert_policy = o->n_cpu_moe >= 0 ? ST_EXPERT_PROFILE : o->policy;
     mp->expert_profile = out->profile;
     mp->cpu_api = out->cpu_api;
     mp->cpu_dev = out->cpu_dev;
@@ -261,7 +323,8 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     mp->expert_pin = !(pin_env && strcmp(pin_env, "0") == 0);
     if (log)
         fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s) and %d staging slots; misses on %s (%s)\n",
-                (long long)slots, (long long)pd->expert_slots_max, in.name, MIB(slot), st_expert_policy_name(o->policy),
+                (long long)slots, (long long)pd->expert_slots_max, in.name, MIB(slot),
+                st_expert_policy_name(mp->expert_policy),
                 stage, cd->module->api->name, cd->props->name);
     return 0;
 }

@@ -29,6 +29,9 @@ typedef struct st_offload_opts {
     int32_t policy;            /* --expert-policy (default ST_EXPERT_LFRU) */
     const char *profile;       /* --expert-profile FILE or NULL */
     int32_t cpu_threads;       /* --cpu-threads N (0 = the module's choice) */
+    int32_t n_cpu_moe;         /* --n-cpu-moe N: the first N layers' experts stay on the CPU side, the
+                                  rest are resident, fixed (a static split); --cpu-moe: every layer;
+                                  -1 = not given */
     int32_t given;             /* nonzero when any of them was given */
 } st_offload_opts;
 

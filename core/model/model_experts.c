@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "experts/expert_cache.h"
+#include "experts/expert_cost.h"
 #include "experts/expert_sim.h"
 #include "experts/expert_stats.h"
 #include "experts/expert_tiers.h"
@@ -74,6 +75,9 @@ struct st_model_hx {
     int32_t *miss_cnt;      /* [n_expert] missed rows per expert of the layer */
     int32_t *stage_of;      /* [n_expert] place among the layer's staged experts, or -1 */
     int32_t *staged;        /* [n_expert] the staged experts in order */
+    int32_t *miss_list;     /* [n_expert] the layer's missed experts */
+    int32_t *miss_rows;     /* [n_expert] their rows */
+    uint8_t *stage_pick;    /* [n_expert] staged or not, by miss_list's order */
     int64_t n_staged_assign;/* of the layer in flight: rows computed from staging slots */
     double upload_s;        /* measured: one expert's copy to the device */
     uint64_t stage_experts, stage_assign; /* statistics */
@@ -223,7 +227,11 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         h->miss_cnt = malloc((size_t)X * sizeof(int32_t));
         h->stage_of = malloc((size_t)X * sizeof(int32_t));
         h->staged = malloc((size_t)X * sizeof(int32_t));
-        if (!h->stage_host || !h->miss_cnt || !h->stage_of || !h->staged) {
+        h->miss_list = malloc((size_t)X * sizeof(int32_t));
+        h->miss_rows = malloc((size_t)X * sizeof(int32_t));
+        h->stage_pick = malloc((size_t)X);
+        if (!h->stage_host || !h->miss_cnt || !h->stage_of || !h->staged || !h->miss_list || !h->miss_rows ||
+            !h->stage_pick) {
             snprintf(err, errlen, "out of host memory for expert staging");
             return -1;
         }
@@ -406,6 +414,9 @@ void st_model_experts_free(st_model *m) {
     free(h->miss_cnt);
     free(h->stage_of);
     free(h->staged);
+    free(h->miss_list);
+    free(h->miss_rows);
+    free(h->stage_pick);
     free(h->tr_layer);
     free(h->tr_expert);
     free(h->tr_step);
@@ -472,17 +483,43 @@ static st_tensor slot_view(const st_model *m, int il, int i) {
     return v;
 }
 
-/* The rows this layer should stage an expert for: expert_stage_rows when set, else the rows at
- * which one expert's measured copy costs less than computing them on the CPU (the CPU's time per
- * row measured on the misses so far; 16 until 64 rows were measured; at least 4). 0 = never. */
-static int64_t stage_rows(const st_model *m) {
-    const st_model_hx *h = m->hx;
-    if (m->p.expert_stage_rows < 0) return 0;
-    if (m->p.expert_stage_rows > 0) return m->p.expert_stage_rows;
-    if (h->cpu_assign < 64) return 16;
-    const double per_row = h->cpu_s / (double)h->cpu_assign;
-    int64_t r = per_row > 0 ? (int64_t)(h->upload_s / per_row) + 1 : 16;
-    return r < 4 ? 4 : r;
+/* The experts of the layer's misses to stage (h->staged[0..n), h->stage_of), from the cost
+ * model: both pipes at once, the upload taking the experts with the most rows first while that
+ * ends the layer sooner (st_expert_cost_split; the measured copy of one expert against the CPU's
+ * measured time per row, equal until 64 rows were measured). expert_stage_rows > 0 stages every
+ * expert of at least that many rows instead; < 0 never stages. Returns n. */
+static int64_t choose_staged(st_model *m, int64_t A) {
+    st_model_hx *h = m->hx;
+    const int64_t X = m->hp.n_expert;
+    if (h->n_stage <= 0 || m->p.expert_stage_rows < 0) return 0;
+    memset(h->miss_cnt, 0, (size_t)X * sizeof *h->miss_cnt);
+    for (int64_t a = 0; a < A; a++)
+        if (h->slot_of[a] < 0) h->miss_cnt[h->ids[a]]++;
+    int64_t nm = 0; /* the missed experts, their rows in miss_rows */
+    for (int64_t e = 0; e < X; e++) {
+        h->stage_of[e] = -1;
+        if (h->miss_cnt[e] > 0) {
+            h->miss_list[nm] = (int32_t)e;
+            h->miss_rows[nm++] = h->miss_cnt[e];
+        }
+    }
+    if (m->p.expert_stage_rows > 0) {
+        for (int64_t i = 0; i < nm; i++) h->stage_pick[i] = h->miss_rows[i] >= m->p.expert_stage_rows;
+    } else {
+        const double per_row = h->cpu_assign >= 64 ? h->cpu_s / (double)h->cpu_assign : h->upload_s;
+        st_expert_cost c = {0};
+        c.upload_bytes_per_s = h->upload_s > 0 ? 1.0 / h->upload_s : 1e12; /* per "byte" = per expert */
+        c.cpu_s_per_expert = per_row;
+        c.cpu_s_per_row = per_row;
+        st_expert_cost_split(&c, 1, 0, h->miss_rows, nm, h->n_stage * h->max_rounds, h->stage_pick, NULL);
+    }
+    int64_t n_st = 0;
+    for (int64_t i = 0; i < nm; i++)
+        if (h->stage_pick[i]) {
+            h->stage_of[h->miss_list[i]] = (int32_t)n_st;
+            h->staged[n_st++] = h->miss_list[i];
+        }
+    return n_st;
 }
 
 #define OPCHK(call, what)                                                                                  \
@@ -555,25 +592,9 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
         snprintf(err, errlen, "%srouting experts: an expert id out of range", layer_txt);
         return -1;
     }
-    /* the layer's misses by expert: those with enough rows are staged (uploaded and computed on
-     * the device), the rest run on the CPU */
-    int64_t n_st = 0;
-    /* automatic staging is for prefill-sized steps: a decode step's few rows per expert are cheaper
-     * on the CPU, which runs beside the device's hits */
-    if (h->n_stage > 0 && n > 1 && (m->p.expert_stage_rows > 0 || n >= 16)) {
-        const int64_t X = m->hp.n_expert;
-        memset(h->miss_cnt, 0, (size_t)X * sizeof *h->miss_cnt);
-        for (int64_t a = 0; a < A; a++)
-            if (h->slot_of[a] < 0) h->miss_cnt[h->ids[a]]++;
-        const int64_t rows = stage_rows(m);
-        for (int64_t e = 0; e < X; e++) {
-            h->stage_of[e] = -1;
-            if (rows > 0 && h->miss_cnt[e] >= rows) {
-                h->stage_of[e] = (int32_t)n_st;
-                h->staged[n_st++] = (int32_t)e;
-            }
-        }
-    }
+    /* the layer's misses by expert: some are staged (uploaded and computed on the device), the
+     * rest run on the CPU, both at once */
+    const int64_t n_st = choose_staged(m, A);
     /* the order: hits, staged misses (by round, then expert), CPU misses; row_of[a] = a's place */
     int32_t *p_expert = h->idx, *p_xrow = h->idx + A, *row_of = h->idx + 2 * A;
     int64_t at = 0;
