@@ -295,7 +295,11 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     memset(&g, 0, sizeof g);
     g.w = w;
     g.progress = p.progress && isatty(2);
-    g.out_scale = p.router == ST_GEN_ROUTER_BALANCED ? ST_GEN_BALANCED_OUT_SCALE : 1.0f;
+    g.out_scale = 1.0f;
+    if (p.router == ST_GEN_ROUTER_BALANCED) /* the layers' summed outputs stay as small at any depth */
+        g.out_scale = p.hp.n_layer > ST_GEN_BALANCED_DEPTH
+                          ? ST_GEN_BALANCED_OUT_SCALE * (float)ST_GEN_BALANCED_DEPTH / (float)p.hp.n_layer
+                          : ST_GEN_BALANCED_OUT_SCALE;
     st_rng_seed(&g.rng, p.seed);
     st_tensor_spec *specs = NULL;
     float *skew = NULL;

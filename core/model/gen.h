@@ -18,13 +18,16 @@ extern "C" {
  * random weights the residual stream drifts to a direction shared by all tokens, so the router
  * picks nearly the same experts at every position (good for exercising a cache, useless for
  * judging one). BALANCED: the output projections (attention output, FFN and expert down) are
- * written ST_GEN_BALANCED_OUT_SCALE times smaller, so the residual stream stays dominated by the
+ * written ST_GEN_BALANCED_OUT_SCALE times smaller (times ST_GEN_BALANCED_DEPTH / n_layer in
+ * deeper models: the outputs of all layers share a component, whose sum would otherwise grow
+ * with depth and skew the deep layers' routing), so the residual stream stays dominated by the
  * current token's embedding and routing is token-dependent and spread over every expert, as a
  * trained router with a load-balancing loss is (docs/memory.md lists the statistics it reaches;
  * tests/experts/test_route_stats.c checks them). */
 #define ST_GEN_ROUTER_PLAIN 0
 #define ST_GEN_ROUTER_BALANCED 1
 #define ST_GEN_BALANCED_OUT_SCALE 0.05f
+#define ST_GEN_BALANCED_DEPTH 8 /* beyond this many layers the factor shrinks as 1/n_layer */
 
 typedef struct st_gen_params {
     st_hparams hp;          /* arch and sizes; n_vocab is set from the vocabulary */
