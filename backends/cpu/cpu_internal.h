@@ -14,11 +14,23 @@
 #include "cpu/cpu_pool.h"
 #include "quant/quant.h"
 
+typedef struct st_cpu_repack st_cpu_repack;
+
 struct st_device {
     st_hostmem mem;    /* host memory accounting (no capacity limit) */
     st_cpu_pool *pool; /* workers for the ops */
     int n_threads;
+    st_cpu_repack *repack; /* repacked weight copies (cpu_repack.c) */
 };
+
+/* ---- repacked weights (cpu_repack.c) ---- */
+st_status st_cpu_repack_create(st_cpu_repack **out);
+/* Frees every copy (counted in mem); NULL is accepted. */
+void st_cpu_repack_destroy(st_cpu_repack *rp, st_hostmem *mem);
+/* The x8-group copy of weight matrix w (same strides as w), made now if it is new and worth
+ * it; NULL = compute w in place (type without x8 kernels, rows not a multiple of 8, a strided
+ * view, repacking off, or not enough host memory). */
+const void *st_cpu_repacked(st_device *d, const st_tensor *w);
 
 /* The module's kernel table, filled once at entry. */
 extern st_cpu_kernels st_cpu_k;

@@ -59,6 +59,28 @@ typedef void (*st_cpu_vec_dot_rows_fn)(int64_t k, const void *w, size_t wstride,
 /* Dequantize k elements of a weight row into floats. */
 typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
 
+/* Interleaved layout of 8 weight rows ("x8 groups", optional per weight type). The framework
+ * may repack a whole weight matrix whose row count is a multiple of 8, once, into groups of 8
+ * rows; a group takes exactly 8 row sizes, so row r of the matrix sits in group r / 8 at the
+ * same byte offset the original group of 8 rows started at, and the matrix keeps its strides.
+ *
+ * Q4_0 x8 (the layout this header fixes, so the scalar oracle and every ISA share it): per
+ * 32-value block b, 144 bytes at b * 144 of the group: the 8 rows' F16 scales d[r] (16 bytes),
+ * then 4 chunks of 32 bytes; byte 4 * r + e of chunk t holds row r's value 8t + e (unsigned,
+ * 0..15) in its low nibble and value 8t + 4 + e in its high nibble.
+ *
+ * Numerics of a group dot (the same for every ISA, so the oracle is exact): for row r and
+ * activation row j, acc = 0 and for each block b in order
+ *     acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
+ * with isum the exact integer dot of the block (values - 8 for Q4_0). The row's result does not
+ * depend on nr or on which group call computed it (batch invariance). */
+/* Repack 8 rows of k elements (row r at (const char *)w + r * ws) into one x8 group at dst. */
+typedef void (*st_cpu_repack8_fn)(int64_t k, const void *w, size_t ws, void *dst);
+/* s[(8 * g + r) * ss + j] for g < ng, r < 8, j < nr: the dot of row r of x8 group g (group g at
+ * (const char *)wp + g * 8 * row_size(k)) with activation row j (as vec_dot's x, xs, nr). */
+typedef void (*st_cpu_dot8_fn)(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s,
+                               size_t ss);
+
 typedef struct st_cpu_weight_kernels {
     uint32_t vec_type;               /* st_type of the dot partner (activation row format) */
     st_cpu_from_float_fn from_float; /* floats -> vec_type row; NULL when vec_type is F32 */
@@ -67,6 +89,9 @@ typedef struct st_cpu_weight_kernels {
     /* vec_dot over a range of weight rows, bit-identical to vec_dot; NULL = the framework calls
      * vec_dot per row. An ISA that overrides vec_dot must set this with it or leave it NULL. */
     st_cpu_vec_dot_rows_fn vec_dot_rows;
+    /* x8 groups (see above); both NULL = the type is never repacked. */
+    st_cpu_repack8_fn repack8;
+    st_cpu_dot8_fn dot8;
 } st_cpu_weight_kernels;
 
 typedef struct st_cpu_kernels {
@@ -118,6 +143,11 @@ typedef struct st_cpu_kernels {
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls
  * this first and then overrides slots. Never fails. */
 void st_cpu_kernels_scalar(st_cpu_kernels *k);
+
+/* Portable versions of the x8 group slots (not in the scalar table: scalar code gains nothing
+ * from repacking). The oracle of the ISA versions, and a building block for ISAs. */
+void st_cpu_repack8_q4_0(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q4_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 
 #ifdef __cplusplus
 }
