@@ -86,6 +86,7 @@ typedef struct mm_block {
     const st_cpu_weight_kernels *wk;
     const char *w;      /* weight row 0 of this matrix (x8 groups when packed) */
     int packed;         /* w is the repacked copy: rows are read 8 at a time with dot8 */
+    size_t gstride;     /* bytes of one x8 group when packed */
     int64_t wstride;    /* bytes between weight rows */
     const char *qx;     /* n activation rows in the partner format */
     size_t xrow;
@@ -121,7 +122,7 @@ static void mm_rows_x8(const mm_block *b, int64_t m0, int64_t m1) {
         int64_t me = mb + ST_MM_SUB < m1 ? mb + ST_MM_SUB : m1;
         for (int64_t i0 = 0; i0 < b->n; i0 += ST_CPU_MAX_NR) {
             int nr = (int)(b->n - i0 < ST_CPU_MAX_NR ? b->n - i0 : ST_CPU_MAX_NR);
-            b->wk->dot8(b->K, b->w + mb * b->wstride, (me - mb) / 8, b->qx + (size_t)i0 * b->xrow, b->xrow, nr, s,
+            b->wk->dot8(b->K, b->w + (size_t)(mb / 8) * b->gstride, (me - mb) / 8, b->qx + (size_t)i0 * b->xrow, b->xrow, nr, s,
                         (size_t)nr);
             for (int64_t m = mb; m < me; m++) mm_store(b, i0, nr, m, s + (m - mb) * nr);
         }
@@ -237,7 +238,8 @@ st_status st_cpu_matmul(st_stream *st, const st_matmul_args *a) {
     for (int64_t i = 0; i < n; i++) orow[i] = st_cpu_row(&a->out, i);
     const void *wp = st_cpu_repacked(d, &a->w);
     mm_job j;
-    j.b = (mm_block){wk, wp ? wp : a->w.data, wp != NULL, a->w.nb[1], qx, xrow, n, K, a->out.type, orow, NULL};
+    j.b = (mm_block){wk,  wp ? wp : a->w.data, wp != NULL, st_cpu_x8_group_bytes(a->w.type, K), a->w.nb[1],
+                     qx,  xrow, n, K, a->out.type, orow, NULL};
     j.M = M;
     int nth = st_cpu_nth(d, M * (n < 8 ? n : 8) * K, 32768);
     j.chunk = pick_chunk(M, 1, nth, n, wp != NULL);
@@ -258,6 +260,7 @@ typedef struct moe_job {
     const st_moe_matmul_args *a;
     const char *w; /* [n_slots][M][K] weights: a->w's, or their repacked copy */
     int packed;
+    size_t gstride, mstride; /* x8 group and matrix bytes (the copy's), or 0 and nb[2] */
     const st_cpu_weight_kernels *wk;
     const char *qx; /* [n_active][xrow] in sorted order */
     size_t xrow;
@@ -280,7 +283,7 @@ static void moe_task(void *vctx, int ith, int nth) {
         const moe_group *g = &j->groups[t / j->per_group];
         int64_t m0 = (t % j->per_group) * j->chunk;
         int64_t m1 = m0 + j->chunk < j->M ? m0 + j->chunk : j->M;
-        mm_block b = {j->wk, j->w + g->slot * a->w.nb[2], j->packed, a->w.nb[1],
+        mm_block b = {j->wk, j->w + g->slot * j->mstride, j->packed, j->gstride, a->w.nb[1],
                       j->qx + (size_t)g->p0 * j->xrow, j->xrow, g->cnt, j->K, a->out.type, j->orow + g->p0,
                       j->oscale ? j->oscale + g->p0 : NULL};
         mm_rows(&b, m0, m1);
@@ -367,6 +370,8 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     const void *wp = st_cpu_repacked(d, &a->w);
     j.w = wp ? wp : a->w.data;
     j.packed = wp != NULL;
+    j.gstride = wp ? st_cpu_x8_group_bytes(a->w.type, K) : 0;
+    j.mstride = wp ? j.gstride * (size_t)(M / 8) : (size_t)a->w.nb[2];
     j.wk = wk;
     j.qx = qx;
     j.xrow = xrow;

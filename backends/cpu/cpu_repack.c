@@ -83,19 +83,24 @@ static size_t dense_bytes(const st_tensor *w) {
     return rs * (size_t)(w->ne[1] * w->ne[2] * w->ne[3]);
 }
 
+/* Bytes of the x8 copy of w (rows a multiple of 8). */
+static size_t packed_bytes(const st_tensor *w) {
+    return st_cpu_x8_group_bytes(w->type, w->ne[0]) * (size_t)(w->ne[1] / 8 * w->ne[2] * w->ne[3]);
+}
+
 typedef struct rp_job {
     st_cpu_repack8_fn fn;
     const char *src;
     char *dst;
     int64_t k, n_groups;
-    size_t rs;
+    size_t rs, gbytes; /* source row, x8 group */
 } rp_job;
 
 static void rp_task(void *vctx, int ith, int nth) {
     rp_job *j = vctx;
     int64_t g0, g1;
     st_cpu_split(j->n_groups, ith, nth, &g0, &g1);
-    for (int64_t g = g0; g < g1; g++) j->fn(j->k, j->src + (size_t)g * 8 * j->rs, j->rs, j->dst + (size_t)g * 8 * j->rs);
+    for (int64_t g = g0; g < g1; g++) j->fn(j->k, j->src + (size_t)g * 8 * j->rs, j->rs, j->dst + (size_t)g * j->gbytes);
 }
 
 /* Keep this much host memory available after a copy. */
@@ -119,8 +124,9 @@ static void rp_make(st_device *d, st_cpu_repack *rp, rp_entry *e, const st_tenso
     if (st_hostmem_alloc(&d->mem, st_cpu_desc->device_name, bytes, &p) != ST_OK) return;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    size_t rs = st_row_size(w->type, w->ne[0]);
-    rp_job j = {st_cpu_k.wt[w->type].repack8, w->data, p, w->ne[0], (int64_t)(bytes / rs / 8), rs};
+    size_t gb = st_cpu_x8_group_bytes(w->type, w->ne[0]);
+    rp_job j = {st_cpu_k.wt[w->type].repack8, w->data, p, w->ne[0], (int64_t)(bytes / gb),
+                st_row_size(w->type, w->ne[0]), gb};
     st_cpu_pool_run(d->pool, rp_task, &j, st_cpu_nth(d, j.n_groups, 64));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rp->seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -149,10 +155,12 @@ static rp_entry *rp_find(st_cpu_repack *rp, const st_tensor *w, unsigned *free_s
 const void *st_cpu_repacked(st_device *d, const st_tensor *w) {
     st_cpu_repack *rp = d->repack;
     const st_cpu_weight_kernels *wk = &st_cpu_k.wt[w->type];
-    if (!rp || !wk->dot8 || !wk->repack8 || !repack_enabled() || w->ne[1] % 8 != 0) return NULL;
-    size_t bytes = dense_bytes(w);
-    if (bytes == 0) return NULL;
-    uint64_t tag = src_tag(w, bytes);
+    if (!rp || !wk->dot8 || !wk->repack8 || !wk->x8_block_bytes || !repack_enabled() || w->ne[1] % 8 != 0)
+        return NULL;
+    size_t src_bytes = dense_bytes(w);
+    if (src_bytes == 0) return NULL;
+    size_t bytes = packed_bytes(w);
+    uint64_t tag = src_tag(w, src_bytes);
     pthread_mutex_lock(&rp->mu);
     unsigned fs = 0;
     rp_entry *e = rp_find(rp, w, &fs);
