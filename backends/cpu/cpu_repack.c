@@ -7,9 +7,12 @@
  *
  * A copy is found by the matrix's address, type and shape. Before use, a fingerprint of the
  * source's first and last 64 bytes is compared, so a file mapped again at the same address
- * with other contents is repacked again, not read stale. Copies are freed at device close. */
+ * with other contents is repacked again, not read stale. Copies are freed at device close.
+ * Copies live in anonymous mappings with transparent huge pages asked for (2 MiB aligned):
+ * the kernels stream them, and 4 KiB pages cost a TLB miss every few rows. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,7 +23,9 @@ typedef struct rp_entry {
     uint32_t type;
     int64_t ne[4];
     uint64_t tag;         /* fingerprint of the source bytes */
-    void *data;           /* x8 groups, same strides as src; NULL = not repacked */
+    void *data;           /* x8 groups; NULL = not repacked */
+    void *map;            /* the mapping data lies in, and its length */
+    size_t map_len;
 } rp_entry;
 
 /* Most matrices remembered (a model has a few per layer); later ones are computed in place. */
@@ -53,9 +58,40 @@ st_status st_cpu_repack_create(st_cpu_repack **out) {
     return ST_OK;
 }
 
+#define RP_HUGE ((size_t)2 << 20)
+
+/* Memory for a copy, counted in mem; 0 or -1. */
+static int rp_alloc(st_hostmem *mem, size_t bytes, rp_entry *e) {
+    size_t len = bytes + RP_HUGE;
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return -1;
+    uintptr_t a = ((uintptr_t)map + RP_HUGE - 1) & ~(uintptr_t)(RP_HUGE - 1);
+#ifdef MADV_HUGEPAGE
+    madvise((void *)a, bytes, MADV_HUGEPAGE); /* a hint: without it the copy still works */
+#endif
+    e->map = map;
+    e->map_len = len;
+    e->data = (void *)a;
+    pthread_mutex_lock(&mem->mu);
+    mem->used += len;
+    if (mem->used > mem->peak) mem->peak = mem->used;
+    pthread_mutex_unlock(&mem->mu);
+    return 0;
+}
+
+static void rp_free(st_hostmem *mem, rp_entry *e) {
+    if (!e->map) return;
+    munmap(e->map, e->map_len);
+    pthread_mutex_lock(&mem->mu);
+    mem->used -= e->map_len;
+    pthread_mutex_unlock(&mem->mu);
+    e->map = e->data = NULL;
+    e->map_len = 0;
+}
+
 void st_cpu_repack_destroy(st_cpu_repack *rp, st_hostmem *mem) {
     if (!rp) return;
-    for (int i = 0; i < rp->n; i++) st_hostmem_free(mem, rp->e[i].data);
+    for (int i = 0; i < rp->n; i++) rp_free(mem, &rp->e[i]);
     if (rp->bytes)
         st_mod_log(ST_LOG_INFO, "cpu: freed %.1f MiB of repacked weights (%.2f s spent repacking)",
                    (double)rp->bytes / 1048576.0, rp->seconds);
@@ -120,8 +156,8 @@ static void rp_make(st_device *d, st_cpu_repack *rp, rp_entry *e, const st_tenso
                        (double)(avail > bytes ? avail - bytes : 0) / 1048576.0);
         return;
     }
-    void *p = NULL;
-    if (st_hostmem_alloc(&d->mem, st_cpu_desc->device_name, bytes, &p) != ST_OK) return;
+    if (rp_alloc(&d->mem, bytes, e)) return;
+    void *p = e->data;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t gb = st_cpu_x8_group_bytes(w->type, w->ne[0]);
@@ -131,7 +167,6 @@ static void rp_make(st_device *d, st_cpu_repack *rp, rp_entry *e, const st_tenso
     clock_gettime(CLOCK_MONOTONIC, &t1);
     rp->seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     rp->bytes += bytes;
-    e->data = p;
 }
 
 static unsigned rp_hash(const void *p) {
@@ -165,17 +200,14 @@ const void *st_cpu_repacked(st_device *d, const st_tensor *w) {
     unsigned fs = 0;
     rp_entry *e = rp_find(rp, w, &fs);
     if (e && e->tag != tag) { /* same address, other contents: a new mapping */
-        if (e->data) {
-            rp->bytes -= bytes;
-            st_hostmem_free(&d->mem, e->data);
-        }
-        e->data = NULL;
+        if (e->data) rp->bytes -= bytes;
+        rp_free(&d->mem, e);
         e->tag = tag;
         rp_make(d, rp, e, w, bytes);
     } else if (!e && rp->n < RP_MAX) {
         e = &rp->e[rp->n++];
         rp->slot[fs] = rp->n;
-        *e = (rp_entry){w->data, w->type, {w->ne[0], w->ne[1], w->ne[2], w->ne[3]}, tag, NULL};
+        *e = (rp_entry){w->data, w->type, {w->ne[0], w->ne[1], w->ne[2], w->ne[3]}, tag, NULL, NULL, 0};
         rp_make(d, rp, e, w, bytes);
     }
     const void *p = e ? e->data : NULL;

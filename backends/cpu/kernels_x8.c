@@ -14,9 +14,17 @@
 /* Bytes of one 32-value block of an x8 group: 8 scales and 8 x 16 bytes of nibbles. */
 #define X8_Q4_0_BLOCK ST_CPU_X8_Q4_0_BLOCK
 
-/* Value i (0..31, unsigned 0..15) of a Q4_0 block: the low nibbles are values 0..15. */
-static inline int q4_0_value(const st_block_q4_0 *b, int i) {
-    return i < 16 ? b->qs[i] & 0xf : b->qs[i - 16] >> 4;
+/* The 4 interleaved words (chunks t = 0..3 of one row) of 32 nibble-packed values whose values
+ * i (low nibbles, i < 16) and i + 16 (high nibbles) share byte i of q: with words a[k] = bytes
+ * 4k..4k+3, chunk t holds values 8t + e (low nibble) and 8t + 4 + e (high) in byte e. */
+static inline void interleave_nibbles(const uint8_t *q, uint32_t o[4]) {
+    const uint32_t m = 0x0f0f0f0fu;
+    uint32_t a[4];
+    memcpy(a, q, 16);
+    o[0] = (a[0] & m) | ((a[1] & m) << 4);
+    o[1] = (a[2] & m) | ((a[3] & m) << 4);
+    o[2] = ((a[0] >> 4) & m) | (a[1] & ~m);
+    o[3] = ((a[2] >> 4) & m) | (a[3] & ~m);
 }
 
 void st_cpu_repack8_q4_0(int64_t k, const void *w, size_t ws, void *dst) {
@@ -25,10 +33,9 @@ void st_cpu_repack8_q4_0(int64_t k, const void *w, size_t ws, void *dst) {
         for (int r = 0; r < 8; r++) {
             const st_block_q4_0 *src = (const st_block_q4_0 *)((const char *)w + (size_t)r * ws) + b;
             memcpy(out + 2 * r, &src->d, 2);
-            for (int t = 0; t < 4; t++)
-                for (int e = 0; e < 4; e++)
-                    out[16 + 32 * t + 4 * r + e] =
-                        (uint8_t)(q4_0_value(src, 8 * t + e) | (q4_0_value(src, 8 * t + 4 + e) << 4));
+            uint32_t o[4];
+            interleave_nibbles(src->qs, o);
+            for (int t = 0; t < 4; t++) memcpy(out + 16 + 32 * t + 4 * r, &o[t], 4);
         }
     }
 }
@@ -74,10 +81,13 @@ void st_cpu_dot8_q4_0(int64_t k, const void *wp, int64_t ng, const void *x, size
 #define X8K_MN 160   /* int16 mn[4 pairs][8 rows][2] */
 #define X8K_QS 288   /* 8 sub-blocks x 128 bytes of nibbles */
 
-/* Value i (0..255, unsigned 0..15) of a Q4_K super-block. */
-static inline int q4_k_value(const st_block_q4_K *b, int i) {
-    int c = i / 64, l = i % 64;
-    return l < 32 ? b->qs[32 * c + l] & 0xf : b->qs[32 * c + l - 32] >> 4;
+/* The 4 interleaved words of sub-block 2c (low nibbles of q = qs + 32c) or 2c + 1 (high). */
+static inline void interleave_sub(const uint8_t *q, int high, uint32_t o[4]) {
+    const uint32_t m = 0x0f0f0f0fu;
+    uint32_t a[8];
+    memcpy(a, q, 32);
+    for (int t = 0; t < 4; t++)
+        o[t] = high ? ((a[2 * t] >> 4) & m) | (a[2 * t + 1] & ~m) : (a[2 * t] & m) | ((a[2 * t + 1] & m) << 4);
 }
 
 void st_cpu_repack8_q4_k(int64_t k, const void *w, size_t ws, void *dst) {
@@ -94,11 +104,9 @@ void st_cpu_repack8_q4_k(int64_t k, const void *w, size_t ws, void *dst) {
                 out[X8K_SC + 16 * j + 2 * r + 1] = sc[j];
                 int16_t m = (int16_t)mn[j];
                 memcpy(out + X8K_MN + 32 * (j / 2) + 4 * r + 2 * (j % 2), &m, 2);
-                uint8_t *q = out + X8K_QS + 128 * j;
-                for (int t = 0; t < 4; t++)
-                    for (int e = 0; e < 4; e++)
-                        q[32 * t + 4 * r + e] = (uint8_t)(q4_k_value(src, 32 * j + 8 * t + e) |
-                                                          (q4_k_value(src, 32 * j + 8 * t + 4 + e) << 4));
+                uint32_t o[4];
+                interleave_sub(src->qs + 32 * (j / 2), j % 2, o);
+                for (int t = 0; t < 4; t++) memcpy(out + X8K_QS + 128 * j + 32 * t + 4 * r, &o[t], 4);
             }
         }
     }
