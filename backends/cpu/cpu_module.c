@@ -143,6 +143,11 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
         free(d);
         return s;
     }
+    if ((s = st_cpu_repack_create(&d->repack)) != ST_OK) {
+        st_cpu_pool_destroy(d->pool);
+        free(d);
+        return s;
+    }
     pthread_mutex_lock(&g_open_mu);
     int slot = -1;
     for (int i = 0; i < ST_CPU_MAX_OPEN; i++)
@@ -154,6 +159,7 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
     pthread_mutex_unlock(&g_open_mu);
     if (slot < 0) {
         st_cpu_pool_destroy(d->pool);
+        st_cpu_repack_destroy(d->repack, &d->mem);
         free(d);
         return st_mod_fail(ST_INVALID, "cpu: more than %d opens of the host CPU device", ST_CPU_MAX_OPEN);
     }
@@ -164,6 +170,7 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
 
 static void device_release(st_device *d) {
     st_cpu_pool_destroy(d->pool);
+    st_cpu_repack_destroy(d->repack, &d->mem);
     pthread_mutex_destroy(&d->mem.mu);
     free(d);
 }

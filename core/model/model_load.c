@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/model_graph.h"
+#include "platform/mapfile.h"
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
@@ -237,8 +238,29 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
     return 1;
 }
 
+/* Weights read in place: start reading the file's pages ahead (asynchronous), or say that the
+ * file is larger than the memory available, so its pages will be read from disk during steps.
+ * (MADV_POPULATE_READ at load measured slower here, cold and warm: page faults of the first step
+ * map large folios of the page cache cheaply; see backends/cpu/README.md.) */
+static void prefault_in_place(const st_model *m) {
+    const st_gguf *g = m->desc->gguf;
+    uint64_t bytes = 0;
+    for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) bytes += st_gguf_tensor_at(g, i)->nbytes;
+    if (m->props.mem_free && bytes > m->props.mem_free) {
+        fprintf(stderr, "strata: note: the weights (%.1f GiB) exceed the host memory available (%.1f GiB); "
+                "their pages will be read from disk during steps\n", (double)bytes / 1073741824.0,
+                (double)m->props.mem_free / 1073741824.0);
+        return;
+    }
+    for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) {
+        const st_gguf_tensor *t = st_gguf_tensor_at(g, i);
+        st_gguf_advise(g, t, 0, t->nbytes, ST_MAP_WILLNEED);
+    }
+}
+
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
+    if (m->in_place && !m->hybrid) prefault_in_place(m);
     if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
     if (place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
     if (d->output == d->token_embd) m->output = m->tok_embd;
