@@ -9,7 +9,7 @@
 #   5. a Q4_K_M file made by llama-quantize from the Q4_0 one, offload at 8 GiB -> OUTDIR/offload-q4km.md
 # Each phase's log goes to OUTDIR/session.log; a phase that fails does not stop the later ones.
 # Usage: bench/h200_session.sh LLAMA_SRC.tgz VOCAB.gguf OUTDIR [CUDA_ARCH=90]
-# Environment: PHASES (default "offload cpu q4km"), WORK (/tmp/strata-session)
+# Environment: PHASES (default "offload cpu q4km"), WORK (/tmp/strata-session), CPU_REPS (1)
 set -uo pipefail
 [ $# -ge 3 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 tgz=$1 vocab=$2 outd=$3 arch=${4:-90}
@@ -45,11 +45,10 @@ for p in $phases; do
   say "phase $p"
   case $p in
     offload) STRATA=$S bash "$root/bench/offload_vs_llama.sh" "$model" "$L" "$outd/offload.md" ;;
-    cpu) STRATA=$S bash "$root/bench/cpu_vs_llama.sh" "$model" "$L" "$outd/cpu.md" ;;
+    cpu) REPS=${CPU_REPS:-1} STRATA=$S bash "$root/bench/cpu_vs_llama.sh" "$model" "$L" "$outd/cpu.md" ;;
     q4km)
       env LD_LIBRARY_PATH="$L" "$L/llama-quantize" --allow-requantize "$model" "$work/q3-q4_k_m.gguf" Q4_K_M "$cores" \
         >"$work/quantize.log" 2>&1 || { say "llama-quantize failed"; tail -n 5 "$work/quantize.log"; continue; }
-      rm -f "$model"
       BUDGETS=8GiB STRATA=$S bash "$root/bench/offload_vs_llama.sh" "$work/q3-q4_k_m.gguf" "$L" "$outd/offload-q4km.md" ;;
   esac || say "phase $p failed"
 done
