@@ -2,6 +2,7 @@
  * the device, runs the slot engine, and talks to the front over the socket given by --fd. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,76 @@ static void elog(const char *fmt, ...) {
     st_crash_log_line(line);
 }
 
+/* Frames to the front come from the engine thread and the heartbeat thread: one at a time. */
+static pthread_mutex_t g_send_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int esend(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb) {
+    pthread_mutex_lock(&g_send_mu);
+    int rc = st_msg_send(fd, type, a, na, b, nb);
+    pthread_mutex_unlock(&g_send_mu);
+    return rc;
+}
+
+/* The heartbeat: a frame every `interval` seconds from its own thread, from the start (the
+ * model's load included) to the end, so the front sees a frozen or stopped process (SIGSTOP,
+ * a machine-wide hang) even when the engine thread is inside a long step. A step that never
+ * ends while the process runs is the watchdog's to see. */
+typedef struct heartbeat {
+    int fd;
+    double interval;
+    uint64_t steps; /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    pthread_t th;
+    int started;
+} heartbeat;
+
+static void *heartbeat_main(void *arg) {
+    heartbeat *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        uint64_t steps = h->steps;
+        pthread_mutex_unlock(&h->mu);
+        if (esend(h->fd, ST_MSG_PROGRESS, &steps, sizeof steps, NULL, 0)) return NULL; /* the front is gone */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = (long)(h->interval * 1e9);
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec += ns % 1000000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&h->mu);
+        if (!h->stop) pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void heartbeat_start(heartbeat *h, int fd, double stall) {
+    memset(h, 0, sizeof *h);
+    h->fd = fd;
+    h->interval = stall / 5 < 0.05 ? 0.05 : stall / 5 > 1.0 ? 1.0 : stall / 5;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->started = pthread_create(&h->th, NULL, heartbeat_main, h) == 0;
+    if (!h->started) fprintf(stderr, "strata engine: WARNING: no heartbeat thread; the front may take this engine for frozen\n");
+}
+
+static void heartbeat_stop(heartbeat *h) {
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        h->stop = 1;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->th, NULL);
+    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+}
+
 typedef struct {
     int fd;
     st_watchdog *wd;
@@ -39,7 +110,7 @@ typedef struct {
 
 static void emit(void *user, const st_engine_event *ev) {
     emit_ctx *c = user;
-    st_msg_send(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
+    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
 }
 
 typedef struct {
@@ -80,7 +151,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
             memset(&rf, 0, sizeof rf);
             rf.id = s->id;
             snprintf(rf.msg, sizeof rf.msg, "%s", err[0] ? err : "malformed request");
-            st_msg_send(fd, ST_MSG_REFUSED, &rf, sizeof rf, NULL, 0);
+            esend(fd, ST_MSG_REFUSED, &rf, sizeof rf, NULL, 0);
         }
     } else if (type == ST_MSG_CANCEL && len == sizeof(uint64_t)) {
         st_engine_cancel(e, *(uint64_t *)p);
@@ -94,7 +165,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
         /* the plan's table and the expert cache's statistics follow as Prometheus text */
         static char text[1 << 17];
         size_t tl = st_offload_format_metrics(&g_off, m, text, sizeof text);
-        st_msg_send(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
+        esend(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
     }
     free(p);
     return 0;
@@ -136,6 +207,8 @@ int st_cmd_engine(int argc, char **argv) {
     prctl(PR_SET_NAME, "strata-engine"); /* started as /proc/self/exe: name it for ps and reports */
     prctl(PR_SET_PDEATHSIG, SIGTERM);     /* never outlive the front, even inside a hung step */
     st_crash_install(dir);
+    static heartbeat hb; /* lives until the process ends: early returns leave it running */
+    heartbeat_start(&hb, fd, stall);
     st_crash_set_stage("loading %s", model);
     if (oo.cpu_threads > 0) st_backend_set_threads((unsigned)oo.cpu_threads);
     else if (threads > 0) st_backend_set_threads((unsigned)threads);
@@ -150,7 +223,7 @@ int st_cmd_engine(int argc, char **argv) {
     }
     if (!pick) {
         elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     dev_info di = {.api = pick->module->api};
     snprintf(di.name, sizeof di.name, "%s", pick->props->name);
@@ -160,7 +233,7 @@ int st_cmd_engine(int argc, char **argv) {
     st_tokenizer *tok = desc ? st_tokenizer_from_gguf(g, err, sizeof err) : NULL;
     if (!tok) {
         elog("%s", err);
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     st_status s = di.api->device_open(pick->index, &di.dev);
     if (s != ST_OK) {
@@ -175,18 +248,18 @@ int st_cmd_engine(int argc, char **argv) {
     int kt = st_kv_type_from_name(kv_type);
     if (kt < 0) {
         elog("unknown --kv-type '%s' (f16, f32, q8_0)", kv_type);
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     mp.kv_type = (uint32_t)kt;
     /* the memory plan before the first allocation: its table goes to the log */
     if (st_offload_prepare(&oo, desc, reg, pick, di.dev, &mp, stderr, &g_off, err, sizeof err)) {
         elog("%s", err);
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     st_model *m = st_offload_load(&g_off, desc, di.api, di.dev, pick->index, &mp, stderr, err, sizeof err);
     if (!m) {
         elog("%s", err);
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
@@ -196,7 +269,7 @@ int st_cmd_engine(int argc, char **argv) {
     st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
     if (!e) {
         elog("%s", err);
-        return 1;
+        return ST_ENGINE_EXIT_START;
     }
     st_msg_ready rd;
     memset(&rd, 0, sizeof rd);
@@ -206,7 +279,7 @@ int st_cmd_engine(int argc, char **argv) {
     snprintf(rd.device, sizeof rd.device, "%s", di.name);
     snprintf(rd.model, sizeof rd.model, "%s", model);
     elog("model %s on %s: %d slots x %d positions", model, di.name, parallel, rd.n_ctx);
-    if (st_msg_send(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
+    if (esend(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
     st_watchdog *wd = st_watchdog_start(stall, dir, describe_devices, &di);
     emit_ctx ecx = {fd, wd};
     uint64_t step = 0;
@@ -231,7 +304,11 @@ int st_cmd_engine(int argc, char **argv) {
             break;
         }
         if (wd) st_watchdog_progress(wd);
+        pthread_mutex_lock(&hb.mu);
+        hb.steps = step;
+        pthread_mutex_unlock(&hb.mu);
     }
+    heartbeat_stop(&hb);
     st_watchdog_stop(wd);
     st_engine_free(e);
     st_model_free(m);

@@ -12,7 +12,7 @@ static int usage(FILE *f) {
     fprintf(f,
             "usage: strata serve [-m F.gguf] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]\n"
             "                    [--api-key K] [--chat-template NAME] [--alias NAME] [--stall-timeout S]\n"
-            "                    [--restart-delay S] [--threads N] [--backend NAME] [--device N]\n"
+            "                    [--restart-delay S] [--restart-limit N] [--threads N] [--backend NAME] [--device N]\n"
             "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
             "                    [--report-dir DIR] [--config FILE.json]\n"
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
@@ -64,6 +64,9 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     } else if (!strcmp(k, "restart-delay")) {
         if (num_opt("--restart-delay", v, 0, 3600, &x)) return -1;
         c->restart_delay = x;
+    } else if (!strcmp(k, "restart-limit")) {
+        if (num_opt("--restart-limit", v, 1, 1000, &x)) return -1;
+        c->restart_limit = (int)x;
     } else if (!strcmp(k, "max-body")) {
         if (num_opt("--max-body", v, 1024, 1 << 30, &x)) return -1;
         c->max_body = (size_t)x;

@@ -49,12 +49,17 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
     return ok;
 }
 
-/* Retry-After of 503 answers: about how long a restart of the engine takes (set at start). */
-static char g_retry_after[16] = "2";
+/* The server this process runs (one per process): for Retry-After. */
+static st_front *g_front;
 
+/* Retry-After: on 503, when the engine should be back (the restart's back-off plus its last
+ * load time; none when it will not come back by itself); on 429, 1 s. */
 static enum MHD_Result send_error(struct MHD_Connection *c, const st_oai_error *e) {
     char *j = st_oai_error_json(e);
-    enum MHD_Result ok = send_text(c, e->status, "application/json", j ? j : "{}", e->status == 503 ? g_retry_after : NULL);
+    char ra[16] = "";
+    int secs = e->status == 503 && g_front ? st_front_retry_after(g_front) : e->status == 429 ? 1 : 0;
+    if (secs > 0) snprintf(ra, sizeof ra, "%d", secs);
+    enum MHD_Result ok = send_text(c, e->status, "application/json", j ? j : "{}", ra[0] ? ra : NULL);
     free(j);
     return ok;
 }
@@ -396,7 +401,7 @@ static enum MHD_Result handle_health(st_front *f, struct MHD_Connection *c) {
     pthread_mutex_lock(&f->mu);
     int state = f->state;
     double since = (double)(st_now_ns() - f->last_frame_ns) / 1e9;
-    char reason[600];
+    char reason[1200];
     snprintf(reason, sizeof reason, "%s", state == ST_ENGINE_STARTING ? "loading the model"
                                           : f->state_reason[0]    ? f->state_reason
                                                                   : "the engine is not answering");
@@ -418,7 +423,7 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
     st_msg_stats s;
     memset(&s, 0, sizeof s);
     /* the engine answers between steps; inside a long one, the last answer is shown */
-    int have = st_front_stats(f, &s, 500) == 0;
+    int have = st_front_stats(f, &s, 500) == 0, up = st_front_engine_up(f);
     pthread_mutex_lock(&f->mu);
     if (!have) s = f->stats;
     char body[8192];
@@ -447,7 +452,7 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_kv_cells_total gauge\nstrata_kv_cells_total %lld\n",
              (unsigned long long)f->m_requests, (unsigned long long)f->m_prompt_tokens,
              (unsigned long long)f->m_cached_tokens, (unsigned long long)f->m_gen_tokens, tps,
-             (unsigned long long)f->m_restarts, f->state == ST_ENGINE_READY, have, s.engine.slots_busy,
+             (unsigned long long)f->m_restarts, up, have, s.engine.slots_busy,
              f->ready.n_slots, s.engine.queue_len, (unsigned long long)s.engine.steps,
              (unsigned long long)s.engine.max_slots_in_step, (unsigned long long)s.engine.tokens_prefill,
              (unsigned long long)s.engine.tokens_decode, (unsigned long long)s.engine.tokens_reused,
@@ -553,7 +558,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 
 void *st_http_start(st_front *f) {
-    snprintf(g_retry_after, sizeof g_retry_after, "%d", (int)f->cfg.restart_delay + 2);
+    g_front = f;
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;

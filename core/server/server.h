@@ -18,8 +18,10 @@ typedef struct st_serve_config {
     const char *api_key;      /* NULL = no authentication */
     const char *chat_template;/* name, or NULL to detect from the GGUF */
     double stall_timeout;     /* seconds without progress before the engine is restarted (default 60) */
-    double restart_delay;     /* seconds to wait before restarting a dead engine (default 1; times
-                                 the number of deaths in a row before it got ready, up to 5) */
+    double restart_delay;     /* seconds to wait before restarting a dead engine (default 1; doubled
+                                 after each death before an engine got ready, up to 300 s) */
+    int restart_limit;        /* start-up failures in a row, the same way, before the restarts stop
+                                 (default 3; the first engine's ST_ENGINE_EXIT_START ends the server) */
     size_t max_body;          /* bytes (default 1 MiB) */
     int max_depth;            /* JSON nesting (default 32) */
     int queue_max;            /* waiting requests before 429 (default 64) */
