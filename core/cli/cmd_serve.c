@@ -14,7 +14,7 @@ static int usage(FILE *f) {
             "                    [--api-key K] [--chat-template NAME] [--alias NAME] [--stall-timeout S]\n"
             "                    [--restart-delay S] [--restart-limit N] [--threads N] [--backend NAME] [--device N]\n"
             "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
-            "                    [--report-dir DIR] [--config FILE.json]\n"
+            "                    [--report-dir DIR] [--config FILE.json] [--content-specials text|parse]\n"
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
@@ -64,6 +64,12 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     } else if (!strcmp(k, "restart-delay")) {
         if (num_opt("--restart-delay", v, 0, 3600, &x)) return -1;
         c->restart_delay = x;
+    } else if (!strcmp(k, "content-specials")) {
+        if (strcmp(v, "text") && strcmp(v, "parse")) {
+            fprintf(stderr, "strata serve: --content-specials wants text or parse, got '%s'\n", v);
+            return -1;
+        }
+        c->content_specials = !strcmp(v, "parse");
     } else if (!strcmp(k, "restart-limit")) {
         if (num_opt("--restart-limit", v, 1, 1000, &x)) return -1;
         c->restart_limit = (int)x;

@@ -260,6 +260,24 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) { gen_free(cls); }
 
+/* The prompt's tokens. Completions: all text. Chat: the template's markers are special
+ * tokens; the same characters typed in a message's content are text, unless the server was
+ * started with --content-specials parse. */
+static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t **out) {
+    size_t len = strlen(q->prompt);
+    if (!q->chat || f->cfg.content_specials)
+        return st_tokenizer_encode_alloc(f->tok, q->prompt, len, true, q->chat != 0, out);
+    size_t *r = malloc(sizeof(size_t) * 2 * (q->n_spans ? q->n_spans : 1));
+    if (!r) return -1;
+    for (size_t i = 0; i < q->n_spans; i++) {
+        r[2 * i] = q->spans[i].start;
+        r[2 * i + 1] = q->spans[i].len;
+    }
+    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, q->prompt, len, true, r, q->n_spans, out);
+    free(r);
+    return n;
+}
+
 static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, int chat, const char *body, size_t n) {
     gen *g = calloc(1, sizeof *g);
     if (!g) return fail(c, 500, "server_error", NULL, NULL, "out of memory");
@@ -277,7 +295,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         return send_error(c, &e);
     }
     int32_t *toks = NULL;
-    int64_t nt = st_tokenizer_encode_alloc(f->tok, g->q.prompt, strlen(g->q.prompt), true, chat != 0, &toks);
+    int64_t nt = encode_prompt(f, &g->q, &toks);
     pthread_mutex_lock(&f->mu);
     int n_ctx = f->ready.n_ctx, ready = f->state == ST_ENGINE_READY;
     pthread_mutex_unlock(&f->mu);

@@ -218,7 +218,7 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
             cm[i].content = txt;
             i++;
         }
-        if (!bad) out->prompt = st_chat_render(t, cm, (size_t)n);
+        if (!bad) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
         for (int j = 0; j < n; j++) free(owned[j]);
         free(owned);
         free(cm);
@@ -247,6 +247,9 @@ done:
 void st_oai_request_free(st_oai_request *r) {
     free(r->prompt);
     r->prompt = NULL;
+    free(r->spans);
+    r->spans = NULL;
+    r->n_spans = 0;
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     r->n_stop = 0;
 }

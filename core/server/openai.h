@@ -22,6 +22,8 @@ typedef struct st_oai_error {
 typedef struct st_oai_request {
     int chat;                /* /v1/chat/completions (1) or /v1/completions (0) */
     char *prompt;            /* rendered prompt text (owned) */
+    st_chat_span *spans;     /* chat: where the messages' contents lie in prompt (owned) */
+    size_t n_spans;
     char model[128];
     int stream, include_usage;
     int ignore_eos;          /* extension: generate past end-of-generation tokens */

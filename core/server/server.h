@@ -25,6 +25,8 @@ typedef struct st_serve_config {
     size_t max_body;          /* bytes (default 1 MiB) */
     int max_depth;            /* JSON nesting (default 32) */
     int queue_max;            /* waiting requests before 429 (default 64) */
+    int content_specials;     /* 1: control tokens typed in chat content are parsed as special tokens
+                                 (--content-specials parse); 0 (default): they are plain text */
     const char *report_dir;   /* crash and stall reports (default $TMPDIR or /tmp) */
     const char *exe;          /* this executable, for the engine child (default /proc/self/exe) */
     const char *const *engine_args; /* extra arguments for `strata engine` (NULL-terminated) */
