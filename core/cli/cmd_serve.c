@@ -15,6 +15,8 @@ static int usage(FILE *f) {
             "                    [--restart-delay S] [--restart-limit N] [--threads N] [--backend NAME] [--device N]\n"
             "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
             "                    [--report-dir DIR] [--config FILE.json] [--content-specials text|parse]\n"
+            "                    [--api-key-file FILE] [--max-buffered BYTES] [--max-connections N]\n"
+            "                    [--max-conn-per-ip N] [--header-timeout S] [--body-timeout S] [--http-threads N]\n"
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
@@ -74,8 +76,26 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
         if (num_opt("--restart-limit", v, 1, 1000, &x)) return -1;
         c->restart_limit = (int)x;
     } else if (!strcmp(k, "max-body")) {
-        if (num_opt("--max-body", v, 1024, 1 << 30, &x)) return -1;
+        if (num_opt("--max-body", v, 1024, 64 << 20, &x)) return -1;
         c->max_body = (size_t)x;
+    } else if (!strcmp(k, "max-buffered")) {
+        if (num_opt("--max-buffered", v, 1 << 16, 1 << 30, &x)) return -1;
+        c->max_buffered = (size_t)x;
+    } else if (!strcmp(k, "max-connections")) {
+        if (num_opt("--max-connections", v, 16, 1 << 20, &x)) return -1;
+        c->max_connections = (int)x;
+    } else if (!strcmp(k, "max-conn-per-ip")) {
+        if (num_opt("--max-conn-per-ip", v, 0, 1 << 20, &x)) return -1;
+        c->max_conn_per_ip = (int)x;
+    } else if (!strcmp(k, "header-timeout")) {
+        if (num_opt("--header-timeout", v, 0.1, 3600, &x)) return -1;
+        c->header_timeout = x;
+    } else if (!strcmp(k, "body-timeout")) {
+        if (num_opt("--body-timeout", v, 1, 3600, &x)) return -1;
+        c->body_timeout = x;
+    } else if (!strcmp(k, "http-threads")) {
+        if (num_opt("--http-threads", v, 1, 256, &x)) return -1;
+        c->http_threads = (int)x;
     } else if (!strcmp(k, "max-depth")) {
         if (num_opt("--max-depth", v, 2, 1000, &x)) return -1;
         c->max_depth = (int)x;

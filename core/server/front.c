@@ -23,6 +23,11 @@ void st_serve_config_default(st_serve_config *c) {
     c->parallel = 4;
     c->stall_timeout = 60;
     c->max_body = 1u << 20;
+    c->max_buffered = (size_t)64 << 20;
+    c->max_connections = 4096;
+    c->header_timeout = 10;
+    c->body_timeout = 30;
+    c->http_threads = 4;
     c->max_depth = 32;
     c->queue_max = 64;
     c->restart_delay = 1.0;
@@ -100,6 +105,7 @@ void st_req_fail(st_req *r, int status, const char *code, const char *msg) {
     snprintf(r->fail_code, sizeof r->fail_code, "%s", code);
     copy_str(r->fail_msg, sizeof r->fail_msg, msg);
     pthread_cond_broadcast(&r->cv);
+    if (r->wake) r->wake(r->wake_arg, 0);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -137,8 +143,19 @@ void st_front_on_event(st_front *f, const st_engine_event *ev) {
         }
     }
     pthread_cond_broadcast(&r->cv);
+    if (r->wake) r->wake(r->wake_arg, 0);
     pthread_mutex_unlock(&r->mu);
     if (ev->kind == ST_EV_DONE) st_req_unref(r); /* the registry's reference */
+}
+
+void st_front_wake_all(st_front *f) {
+    pthread_mutex_lock(&f->mu);
+    for (st_req *r = f->reqs; r; r = r->next) {
+        pthread_mutex_lock(&r->mu);
+        if (r->wake) r->wake(r->wake_arg, 1);
+        pthread_mutex_unlock(&r->mu);
+    }
+    pthread_mutex_unlock(&f->mu);
 }
 
 /* Send one frame to the current engine under send_mu (the fd cannot be closed meanwhile).
@@ -383,6 +400,8 @@ int st_serve_run(const st_serve_config *c) {
         struct timespec ts = {0, 50000000L}; /* a signal ends the wait early */
         nanosleep(&ts, NULL);
         st_engine_watch(f);
+        st_front_wake_all(f); /* generations look at their clients */
+        st_http_tick(http);
         pthread_mutex_lock(&f->mu);
         fatal = f->fatal;
         pthread_mutex_unlock(&f->mu);

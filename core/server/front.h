@@ -29,6 +29,10 @@ typedef struct st_req {
     char fail_code[48];
     char fail_msg[1024];
     int refs;
+    /* called under mu whenever the request has news (a token, its end, a failure) and on every
+     * tick of the server's main loop: the HTTP side resumes the connection that waits for it */
+    void (*wake)(void *arg, int tick); /* tick: 1 from the main loop, 0 for news */
+    void *wake_arg;
     struct st_req *next;
 } st_req;
 
@@ -55,6 +59,7 @@ typedef struct st_front {
     uint64_t last_frame_ns; /* when the engine last said anything */
     st_msg_stats stats;
     uint64_t stats_seq;
+    uint64_t stats_ns;  /* when the last stats answer came */
     char *stats_text;   /* Prometheus lines the engine sent after its last stats (plan, experts), or NULL */
     char log_ring[ST_LOG_RING][256];
     int log_head;
@@ -117,8 +122,13 @@ int st_front_stats(st_front *f, st_msg_stats *out, int timeout_ms);
 /* The last engine log lines joined with " | " into buf. */
 void st_front_last_log(st_front *f, char *buf, size_t n);
 
+/* Calls the wake hook of every request in flight (the main loop, a few times a second). */
+void st_front_wake_all(st_front *f);
+
 /* Start the HTTP server; returns an opaque daemon handle or NULL (message printed). */
 void *st_http_start(st_front *f);
+/* Enforces the header deadline on waiting connections (the main loop, a few times a second). */
+void st_http_tick(void *daemon);
 void st_http_stop(void *daemon);
 
 #endif

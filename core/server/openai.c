@@ -20,9 +20,42 @@ int st_oai_error_set(st_oai_error *e, int status, const char *type, const char *
     return -1;
 }
 
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    unsigned cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (size_t i = 1; i < len; i++) cp = (cp << 6) | (s[i] & 0x3F);
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0; /* overlong, surrogate */
+    return len;
+}
+
+size_t st_oai_utf8_clean(const char *s, size_t n, char *out, size_t cap) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    if (!cap) return 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq(u + i, n - i);
+        const char *piece = l ? s + i : "\xEF\xBF\xBD"; /* U+FFFD for a byte that starts no character */
+        size_t pl = l ? l : 3;
+        if (o + pl + 1 > cap) break;
+        memcpy(out + o, piece, pl);
+        o += pl;
+        i += l ? l : 1;
+    }
+    out[o] = 0;
+    return o;
+}
+
 char *st_oai_error_json(const st_oai_error *e) {
     cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(o, "message", e->message);
+    char msg[sizeof e->message * 3];
+    st_oai_utf8_clean(e->message, strlen(e->message), msg, sizeof msg);
+    cJSON_AddStringToObject(o, "message", msg);
     cJSON_AddStringToObject(o, "type", e->type);
     if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
     else cJSON_AddNullToObject(o, "param");

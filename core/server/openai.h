@@ -39,7 +39,11 @@ typedef struct st_oai_request {
 /* Set an error (printf-style message). Returns -1 for chaining. */
 int st_oai_error_set(st_oai_error *e, int status, const char *type, const char *code, const char *param,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* The error's JSON body {"error":{...}}; malloc'ed, caller frees. */
+/* Copies s[0..n) into out as valid UTF-8: every byte that starts no valid character (and
+ * overlong or surrogate forms) becomes U+FFFD; cut at a character boundary to fit cap with
+ * its NUL. Returns the bytes written. */
+size_t st_oai_utf8_clean(const char *s, size_t n, char *out, size_t cap);
+/* The error's JSON body {"error":{...}} (the message made valid UTF-8); malloc'ed, caller frees. */
 char *st_oai_error_json(const st_oai_error *e);
 
 /* Parse a body. Chat requests render their messages with template `t`. Returns 0, or -1 with

@@ -315,6 +315,7 @@ static void on_stats(st_front *f, const void *p, size_t len) {
     f->stats_text = text;
     f->stats = *(const st_msg_stats *)p;
     f->stats_seq++;
+    f->stats_ns = st_now_ns();
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
 }
