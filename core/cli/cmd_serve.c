@@ -43,8 +43,12 @@ static int num_opt(const char *name, const char *v, double lo, double hi, double
 
 /* Apply one option (name without the leading dashes). The value string must outlive the
  * configuration. Returns 0, 1 for an unknown name, -1 for a bad value (printed). */
+static char *own(char *v);
+static int read_key_file(const char *path, const char **key);
+
 static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const char *v) {
     double x;
+    if (!strcmp(k, "api-key-file")) return read_key_file(v, &c->api_key);
     if (!strcmp(k, "model") || !strcmp(k, "m")) c->model_path = v;
     else if (!strcmp(k, "host")) c->host = v;
     else if (!strcmp(k, "api-key")) c->api_key = v;
@@ -133,6 +137,28 @@ static char *own(char *v) {
     g_owned = p;
     g_owned[g_n_owned++] = v;
     return v;
+}
+
+/* The API key from a file (its first line, without the line end and trailing blanks), so that
+ * it does not show in `ps` as --api-key does. */
+static int read_key_file(const char *path, const char **key) {
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    if (!f || !fgets(line, sizeof line, f)) {
+        fprintf(stderr, "strata serve: cannot read the API key from --api-key-file %s\n", path);
+        if (f) fclose(f);
+        return -1;
+    }
+    fclose(f);
+    size_t l = strcspn(line, "\r\n");
+    while (l && (line[l - 1] == ' ' || line[l - 1] == '\t')) l--;
+    line[l] = 0;
+    if (!l) {
+        fprintf(stderr, "strata serve: --api-key-file %s: the first line is empty\n", path);
+        return -1;
+    }
+    *key = own(strdup(line));
+    return *key ? 0 : -1;
 }
 
 /* Options from a JSON file: keys are the long option names without dashes, values strings or
@@ -229,6 +255,12 @@ int st_cmd_serve(int argc, char **argv) {
     }
     ea.v[ea.n] = NULL;
     c.engine_args = ea.v;
+    const char *env_key = getenv("STRATA_API_KEY");
+    if (!c.api_key && env_key && *env_key) c.api_key = env_key;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--api-key") || !strcmp(argv[i], "-api-key"))
+            fprintf(stderr, "strata serve: WARNING: --api-key on the command line shows in `ps`; "
+                            "prefer --api-key-file FILE or the STRATA_API_KEY environment variable\n");
     static char demo[1024];
     if (!c.model_path) {
         if (demo_model(demo, sizeof demo)) return 1;

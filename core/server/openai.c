@@ -114,6 +114,51 @@ static const char *content_text(cJSON *c, char **owned) {
     return s;
 }
 
+/* Nonzero when a JSON string of the body holds a NUL character (\u0000, or a raw NUL byte):
+ * C strings would cut such text silently, so it is refused. */
+static int has_nul(const char *s, size_t n) {
+    if (memchr(s, 0, n)) return 1;
+    for (size_t i = 0, in_str = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+        } else if (s[i] == '\\') {
+            if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) return 1;
+            i++;
+        } else if (s[i] == '"') {
+            in_str = 0;
+        }
+    }
+    return 0;
+}
+
+static int cmp_key(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A key that appears twice among the members of object o, or NULL (sorted: n log n). */
+static const char *dup_in_object(const cJSON *o, int *oom) {
+    int n = cJSON_GetArraySize(o);
+    if (n < 2) return NULL;
+    const char **k = malloc(sizeof *k * (size_t)n);
+    if (!k) {
+        *oom = 1;
+        return NULL;
+    }
+    int i = 0;
+    for (const cJSON *a = o->child; a && i < n; a = a->next) k[i++] = a->string ? a->string : "";
+    qsort(k, (size_t)i, sizeof *k, cmp_key);
+    const char *d = NULL;
+    for (int j = 1; j < i && !d; j++)
+        if (!strcmp(k[j - 1], k[j])) d = k[j];
+    free(k);
+    return d;
+}
+
+/* The first key that appears twice in one object anywhere in the tree, or NULL. */
+static const char *dup_key(const cJSON *o, int *oom) {
+    const char *d = cJSON_IsObject(o) ? dup_in_object(o, oom) : NULL;
+    for (const cJSON *a = o ? o->child : NULL; a && !d && !*oom; a = a->next) d = dup_key(a, oom);
+    return d;
+}
+
 int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
                  st_oai_error *err) {
     memset(out, 0, sizeof *out);
@@ -134,6 +179,23 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
     }
     if (!root) return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body is not valid JSON");
     int rc = -1;
+    /* a key given twice is refused (parsers disagree on which one counts) */
+    int oom = 0;
+    const char *dk = dup_key(root, &oom);
+    if (oom) {
+        st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        goto done;
+    }
+    if (dk) {
+        char key[40];
+        st_oai_utf8_clean(dk, strlen(dk), key, sizeof key);
+        st_oai_error_set(err, 400, NULL, "duplicate_key", key, "the key '%s' appears twice in one object", key);
+        goto done;
+    }
+    if (has_nul(body, len)) {
+        st_oai_error_set(err, 400, NULL, "invalid_value", NULL, "strings must not contain NUL (\\u0000)");
+        goto done;
+    }
     if (!cJSON_IsObject(root)) {
         st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body must be a JSON object");
         goto done;
