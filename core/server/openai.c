@@ -430,11 +430,38 @@ void st_oai_text_init(st_oai_text *t, const char *const *stops, int think) {
     memset(t, 0, sizeof *t);
     t->stops = stops;
     t->think_mode = think ? 1 : 0;
+    while (stops && stops[t->n_stops]) t->n_stops++;
+    if (!t->n_stops) return;
+    t->slen = calloc((size_t)t->n_stops, sizeof *t->slen);
+    t->state = calloc((size_t)t->n_stops, sizeof *t->state);
+    t->fail = calloc((size_t)t->n_stops, sizeof *t->fail);
+    t->oom = !t->slen || !t->state || !t->fail;
+    for (int i = 0; !t->oom && i < t->n_stops; i++) {
+        const char *p = stops[i];
+        size_t m = t->slen[i] = strlen(p);
+        int32_t *f = t->fail[i] = malloc(sizeof(int32_t) * (m ? m : 1));
+        if (!f) {
+            t->oom = 1;
+            break;
+        }
+        f[0] = 0;
+        for (size_t q = 1, k = 0; q < m; q++) {
+            while (k && p[q] != p[k]) k = (size_t)f[k - 1];
+            if (p[q] == p[k]) k++;
+            f[q] = (int32_t)k;
+        }
+    }
 }
 
 void st_oai_text_free(st_oai_text *t) {
     free(t->pend);
     t->pend = NULL;
+    for (int i = 0; t->fail && i < t->n_stops; i++) free(t->fail[i]);
+    free(t->fail);
+    free(t->slen);
+    free(t->state);
+    t->fail = NULL;
+    t->slen = t->state = NULL;
 }
 
 static int append(char **dst, const char *s, size_t n) {
@@ -468,17 +495,12 @@ static int route(st_oai_text *t, const char *s, size_t n, char **content, char *
     return append(content, s, n);
 }
 
-/* Length of the longest suffix of pend that is a proper prefix of some stop string. */
+/* Length of the longest suffix of pend that is a proper prefix of some stop string (the
+ * automata's states), or of "<think>" / "</think>" while those may still be forming. */
 static size_t held_back(const st_oai_text *t) {
     size_t best = 0;
-    for (int i = 0; t->stops && t->stops[i]; i++) {
-        size_t ls = strlen(t->stops[i]);
-        for (size_t k = ls - 1; k > best; k--)
-            if (k <= t->n_pend && !memcmp(t->pend + t->n_pend - k, t->stops[i], k)) {
-                best = k;
-                break;
-            }
-    }
+    for (int i = 0; i < t->n_stops; i++)
+        if (t->state[i] > best) best = t->state[i];
     /* while undecided, an opening "<think>" may still be forming */
     if (t->think_mode == 1 && t->n_pend < 7 && !memcmp("<think>", t->pend, t->n_pend)) best = t->n_pend;
     if (t->think_mode == 2)
@@ -490,8 +512,33 @@ static size_t held_back(const st_oai_text *t) {
     return best;
 }
 
+/* Feeds pend[fed..n_pend) to the stop automata; returns the pend offset where the first stop
+ * to complete begins (the longest of those completing at the same byte), or (size_t)-1. */
+static size_t feed_stops(st_oai_text *t) {
+    for (; t->fed < t->n_pend; t->fed++) {
+        unsigned char c = (unsigned char)t->pend[t->fed];
+        size_t cut = (size_t)-1;
+        for (int i = 0; i < t->n_stops; i++) {
+            const char *p = t->stops[i];
+            size_t st = t->state[i], m = t->slen[i];
+            if (!m) continue;
+            while (st && (unsigned char)p[st] != c) st = (size_t)t->fail[i][st - 1];
+            if ((unsigned char)p[st] == c) st++;
+            if (st == m) {
+                size_t at = t->fed + 1 - m;
+                if (at < cut) cut = at;
+                st = (size_t)t->fail[i][m - 1];
+            }
+            t->state[i] = st;
+        }
+        if (cut != (size_t)-1) return cut;
+    }
+    return (size_t)-1;
+}
+
 int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, char **reasoning) {
     if (t->stopped) return 1;
+    if (t->oom) return -1;
     if (t->n_pend + n + 1 > t->cap) {
         size_t cap = (t->n_pend + n + 1) * 2;
         char *p = realloc(t->pend, cap);
@@ -513,21 +560,14 @@ int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, ch
             t->think_mode = 3;
         }
     }
-    /* earliest complete stop string */
-    size_t cut = t->n_pend;
-    int hit = 0;
-    for (int i = 0; t->stops && t->stops[i]; i++) {
-        const char *f = strstr(t->pend, t->stops[i]);
-        if (f && (size_t)(f - t->pend) < cut) {
-            cut = (size_t)(f - t->pend);
-            hit = 1;
-        }
-    }
+    if (t->think_mode == 1) return 0; /* undecided: nothing is fed or emitted yet */
+    size_t cut = feed_stops(t);
+    int hit = cut != (size_t)-1;
     size_t emit = hit ? cut : t->n_pend - held_back(t);
-    if (t->think_mode == 1 && !hit) emit = 0;
     if (route(t, t->pend, emit, content, reasoning)) return -1;
     memmove(t->pend, t->pend + emit, t->n_pend - emit + 1);
     t->n_pend -= emit;
+    t->fed -= emit;
     if (hit) {
         t->stopped = 1;
         t->n_pend = 0;
@@ -538,8 +578,13 @@ int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, ch
 
 int st_oai_text_finish(st_oai_text *t, char **content, char **reasoning) {
     if (t->stopped || !t->n_pend) return 0;
-    if (t->think_mode == 1) t->think_mode = 3;
-    int rc = route(t, t->pend, t->n_pend, content, reasoning);
+    size_t end = t->n_pend;
+    if (t->think_mode == 1) { /* it never opened with <think>: its stops were not looked for yet */
+        t->think_mode = 3;
+        size_t cut = feed_stops(t);
+        if (cut != (size_t)-1) end = cut;
+    }
+    int rc = route(t, t->pend, end, content, reasoning);
     t->n_pend = 0;
     return rc;
 }
