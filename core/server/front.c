@@ -320,6 +320,28 @@ static int load_front(st_front *f) {
     return 0;
 }
 
+/* The report directory: its length bounded once for every buffer that holds a report's path
+ * (front, engine, crash handler), and a warning when reports cannot be written there. */
+#define ST_REPORT_DIR_MAX 400
+static int check_report_dir(const st_front *f) {
+    const char *dir = st_front_report_dir(f);
+    if (strlen(dir) > ST_REPORT_DIR_MAX) {
+        fprintf(stderr, "strata serve: --report-dir is %zu bytes long; at most %d\n", strlen(dir), ST_REPORT_DIR_MAX);
+        return -1;
+    }
+    char probe[ST_REPORT_DIR_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/strata-probe-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0) {
+        fprintf(stderr, "strata serve: WARNING: reports cannot be written to %s (%s): crash and stall reports will "
+                        "be missing (choose another with --report-dir)\n", dir, strerror(errno));
+        return 0;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
 static void front_free(st_front *f) {
     if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
@@ -381,7 +403,7 @@ int st_serve_run(const st_serve_config *c) {
     int rc = 1;
     void *http = NULL;
     pthread_t reader;
-    if (load_front(f)) goto fail;
+    if (check_report_dir(f) || load_front(f)) goto fail;
     if (st_engine_spawn(f)) {
         fprintf(stderr, "strata serve: cannot start the engine: %s\n", strerror(errno));
         goto fail;

@@ -385,6 +385,10 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
     g->stops[k] = NULL;
     st_oai_text_init(&g->text, g->stops, f->think && chat);
     g->detok = st_detok_new(f->tok, 0);
+    if (!g->detok) {
+        st_http_gen_free(g);
+        return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    }
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();

@@ -294,6 +294,12 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
         st_chat_message *cm = calloc((size_t)n, sizeof *cm);
         char **owned = calloc((size_t)n, sizeof *owned);
         int i = 0, bad = 0;
+        if (!cm || !owned) {
+            free(cm);
+            free(owned);
+            st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+            goto done;
+        }
         cJSON *m;
         cJSON_ArrayForEach(m, msgs) {
             cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");

@@ -91,4 +91,14 @@ await check('SIGTERM during a long back-off ends the server at once', async () =
   assert.ok(Date.now() - t0 < 1500, `exited ${Date.now() - t0} ms after SIGTERM`);
 });
 
+await check('the report directory: a warning when it cannot be written, a refusal when too long', async () => {
+  const srv = await startServer({ modelPath: model('tiny'), name: 'restarts-reportdir', args: ['--report-dir', path.join(tmp, 'no', 'such')] });
+  try {
+    assert.match(srv.log, /WARNING: reports cannot be written to .*no\/such \(No such file or directory\)/);
+  } finally { await srv.stop(); }
+  const r = await runToExit(await serve(model('tiny'), ['--report-dir', `/tmp/${'d'.repeat(500)}`]));
+  assert.equal(r.code, 1);
+  assert.match(r.log, /--report-dir is 505 bytes long; at most 400/);
+});
+
 await finish([]);
