@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { check, finish, metrics, model, sleep, startServer, stream } from './lib.mjs';
 
-const N_HELD = Number(process.env.STRATA_HELD || 1000), N_STREAMS = 64;
+const N_HELD = Number(process.env.STRATA_HELD || 1000), N_STREAMS = 64, N_TOKENS = Number(process.env.STRATA_STREAM_TOKENS || 16);
 
 function connect(port) {
   return new Promise((resolve, reject) => {
@@ -36,8 +36,10 @@ function rawRequest(port, text, halfClose) {
 const post = (path, body, extra = '') =>
   `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 
-const srv = await startServer({ modelPath: model('tiny'), name: 'connections',
-  args: ['--parallel', '4', '--queue', '80', '--header-timeout', '120'] });
+// STRATA_SERVE_ARGS replaces the deadline option (to measure a build without it)
+const extra = process.env.STRATA_SERVE_ARGS !== undefined ? process.env.STRATA_SERVE_ARGS.split(' ').filter(Boolean)
+  : ['--header-timeout', '120'];
+const srv = await startServer({ modelPath: model('tiny'), name: 'connections', args: ['--parallel', '4', '--queue', '80', ...extra] });
 
 await check('a half-closed client gets its answer (not streamed, streamed, GET)', async () => {
   // ~3,000 tokens: the generation runs well past the half-close
@@ -82,7 +84,7 @@ await check(`${N_HELD} idle, slow and keep-alive connections held while ${N_STRE
   })();
   const s0 = Date.now();
   const results = await Promise.all(Array.from({ length: N_STREAMS }, (_, i) =>
-    stream(srv, '/v1/completions', { prompt: `Once ${i}`, max_tokens: 16, ignore_eos: true, stream: true })));
+    stream(srv, '/v1/completions', { prompt: `Once ${i}`, max_tokens: N_TOKENS, ignore_eos: true, stream: true })));
   const streamsMs = Date.now() - s0;
   stop = true;
   await prober;
