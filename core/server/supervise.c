@@ -233,12 +233,12 @@ static int on_engine_death(st_front *f) {
     /* its stderr ends with it: read the last lines before describing the death */
     if (f->log_thread_ok) pthread_join(f->log_thread, NULL);
     f->log_thread_ok = 0;
-    char why[1400], sig[256], last[200];
+    char why[1400], sig[256], last[256];
     describe_death(f, pid, wstatus, why, sizeof why);
     pthread_mutex_lock(&f->send_mu); /* no sender holds the old fd while it is closed */
     pthread_mutex_lock(&f->mu);
     snprintf(last, sizeof last, "%s", f->log_head ? f->log_ring[(f->log_head - 1) % ST_LOG_RING] : "");
-    snprintf(sig, sizeof sig, "%d|%s", wstatus, last);
+    snprintf(sig, sizeof sig, "%d|%.200s", wstatus, last);
     close(f->fd);
     f->fd = -1;
     pthread_mutex_unlock(&f->send_mu);
