@@ -171,6 +171,138 @@ static int handle(int fd, st_engine *e, st_model *m) {
     return 0;
 }
 
+/* Everything the engine process holds; engine_release frees what was made. */
+typedef struct engine_run {
+    int fd, parallel;
+    double stall;
+    const char *dir, *model;
+    heartbeat *hb;
+    st_backend_registry *reg;
+    const st_backend_device *pick;
+    dev_info di;
+    st_gguf *g;
+    st_model_desc *desc;
+    st_tokenizer *tok;
+    int planned;
+    st_model *m;
+    st_engine *e;
+} engine_run;
+
+static void engine_release(engine_run *er) {
+    st_engine_free(er->e);
+    st_model_free(er->m);
+    if (er->planned) st_offload_release(&g_off);
+    if (er->di.dev) er->di.api->device_close(er->di.dev);
+    st_tokenizer_free(er->tok);
+    st_model_desc_free(er->desc);
+    st_gguf_close(er->g);
+    if (er->reg) st_backend_registry_close(er->reg);
+}
+
+/* Opens the device, the model and the engine. Returns 0, or the exit status: a start-up
+ * failure that will repeat is ST_ENGINE_EXIT_START (the front does not loop on it). */
+static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend, int device, int ctx, int queue,
+                       const char *kv_type) {
+    char err[512];
+    er->reg = st_backend_registry_open(NULL);
+    for (uint32_t i = 0; er->reg && i < st_backend_registry_n_devices(er->reg) && !er->pick; i++) {
+        const st_backend_device *d = st_backend_registry_device(er->reg, i);
+        if (backend && strcmp(d->module->backend, backend) && strcmp(d->module->name, backend)) continue;
+        if (device >= 0 && (uint32_t)device != d->index) continue;
+        er->pick = d;
+    }
+    if (!er->pick) {
+        elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
+        return ST_ENGINE_EXIT_START;
+    }
+    er->di.api = er->pick->module->api;
+    snprintf(er->di.name, sizeof er->di.name, "%s", er->pick->props->name);
+    er->g = st_gguf_open(er->model, err, sizeof err);
+    er->desc = er->g ? st_arch_describe(er->g, err, sizeof err) : NULL;
+    er->tok = er->desc ? st_tokenizer_from_gguf(er->g, err, sizeof err) : NULL;
+    int kt = st_kv_type_from_name(kv_type);
+    if (!er->tok || kt < 0) {
+        if (kt < 0) snprintf(err, sizeof err, "unknown --kv-type '%s' (f16, f32, q8_0)", kv_type);
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    if (er->di.api->device_open(er->pick->index, &er->di.dev) != ST_OK) {
+        er->di.dev = NULL;
+        elog("cannot open %s: %s", er->di.name, er->di.api->last_error());
+        return 1; /* a device may be busy for a while: not a start-up failure that must repeat */
+    }
+    st_model_params mp;
+    st_model_params_default(&mp);
+    mp.n_seq = er->parallel;
+    if (ctx > 0) mp.n_ctx = ctx;
+    mp.n_out_max = er->parallel > 1 ? er->parallel : 1;
+    mp.kv_type = (uint32_t)kt;
+    /* the memory plan before the first allocation: its table goes to the log */
+    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.dev, &mp, stderr, &g_off, err, sizeof err)) {
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    er->planned = 1;
+    er->m = st_offload_load(&g_off, er->desc, er->di.api, er->di.dev, er->pick->index, &mp, stderr, err, sizeof err);
+    int32_t eog[16], n_eog = 0;
+    for (int32_t t = 0; er->m && t < (int32_t)st_tokenizer_vocab_size(er->tok) && n_eog < 16; t++)
+        if (st_tokenizer_is_eog(er->tok, t)) eog[n_eog++] = t;
+    st_engine_config ec = {.n_slots = er->parallel, .n_budget = 0, .queue_max = queue, .where = er->di.name,
+                           .max_step_s = er->stall / 4};
+    er->e = er->m ? st_engine_new(er->m, &ec, eog, n_eog, err, sizeof err) : NULL;
+    if (!er->e) {
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    return 0;
+}
+
+/* Says READY, then serves the front's messages and runs steps until the front goes away or a
+ * step fails. Returns the exit status. */
+static int engine_serve(engine_run *er) {
+    int fd = er->fd;
+    char err[512];
+    st_msg_ready rd;
+    memset(&rd, 0, sizeof rd);
+    rd.n_ctx = st_model_params_of(er->m)->n_ctx;
+    rd.n_slots = er->parallel;
+    rd.n_vocab = er->desc->hp.n_vocab;
+    snprintf(rd.device, sizeof rd.device, "%s", er->di.name);
+    snprintf(rd.model, sizeof rd.model, "%s", er->model);
+    elog("model %s on %s: %d slots x %d positions", er->model, er->di.name, er->parallel, rd.n_ctx);
+    if (esend(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
+    st_watchdog *wd = st_watchdog_start(er->stall, er->dir, describe_devices, &er->di);
+    emit_ctx ecx = {fd, wd};
+    uint64_t step = 0;
+    int status = 0;
+    for (;;) {
+        int busy = st_engine_busy(er->e);
+        if (wd) st_watchdog_busy(wd, busy);
+        /* every message that waits is served before the next step (a cancel among them) */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, busy ? 0 : 500), gone = 0;
+        while (r > 0 && !(gone = handle(fd, er->e, er->m))) r = poll(&p, 1, 0);
+        if (gone || (r < 0 && errno != EINTR)) break; /* the front is gone: leave quietly */
+        if (!st_engine_busy(er->e)) continue;
+        if (wd) st_watchdog_busy(wd, 1);
+        step++;
+        if (st_engine_step(er->e, emit, &ecx, err, sizeof err)) {
+            /* the device may be in any state now: every request got its error; end so that the
+             * front starts a fresh engine with a freshly opened device */
+            elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
+                 ST_ENGINE_EXIT_DEVICE);
+            status = ST_ENGINE_EXIT_DEVICE;
+            break;
+        }
+        if (wd) st_watchdog_progress(wd);
+        pthread_mutex_lock(&er->hb->mu);
+        er->hb->steps = step;
+        pthread_mutex_unlock(&er->hb->mu);
+    }
+    st_watchdog_stop(wd);
+    return status;
+}
+
 int st_cmd_engine(int argc, char **argv) {
     int fd = -1, parallel = 4, ctx = 0, threads = 0, device = -1, queue = 64;
     double stall = 60;
@@ -207,116 +339,22 @@ int st_cmd_engine(int argc, char **argv) {
     prctl(PR_SET_NAME, "strata-engine"); /* started as /proc/self/exe: name it for ps and reports */
     prctl(PR_SET_PDEATHSIG, SIGTERM);     /* never outlive the front, even inside a hung step */
     st_crash_install(dir);
-    static heartbeat hb; /* lives until the process ends: early returns leave it running */
+    static heartbeat hb;
     heartbeat_start(&hb, fd, stall);
     st_crash_set_stage("loading %s", model);
     if (oo.cpu_threads > 0) st_backend_set_threads((unsigned)oo.cpu_threads);
     else if (threads > 0) st_backend_set_threads((unsigned)threads);
-    st_backend_registry *reg = st_backend_registry_open(NULL);
-    const st_backend_device *pick = NULL;
-    for (uint32_t i = 0; reg && i < st_backend_registry_n_devices(reg); i++) {
-        const st_backend_device *d = st_backend_registry_device(reg, i);
-        if (backend && strcmp(d->module->backend, backend) && strcmp(d->module->name, backend)) continue;
-        if (device >= 0 && (uint32_t)device != d->index) continue;
-        pick = d;
-        break;
-    }
-    if (!pick) {
-        elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
-        return ST_ENGINE_EXIT_START;
-    }
-    dev_info di = {.api = pick->module->api};
-    snprintf(di.name, sizeof di.name, "%s", pick->props->name);
-    char err[512];
-    st_gguf *g = st_gguf_open(model, err, sizeof err);
-    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
-    st_tokenizer *tok = desc ? st_tokenizer_from_gguf(g, err, sizeof err) : NULL;
-    if (!tok) {
-        elog("%s", err);
-        return ST_ENGINE_EXIT_START;
-    }
-    st_status s = di.api->device_open(pick->index, &di.dev);
-    if (s != ST_OK) {
-        elog("cannot open %s: %s", di.name, di.api->last_error());
-        return 1;
-    }
-    st_model_params mp;
-    st_model_params_default(&mp);
-    mp.n_seq = parallel;
-    if (ctx > 0) mp.n_ctx = ctx;
-    mp.n_out_max = parallel > 1 ? parallel : 1;
-    int kt = st_kv_type_from_name(kv_type);
-    if (kt < 0) {
-        elog("unknown --kv-type '%s' (f16, f32, q8_0)", kv_type);
-        return ST_ENGINE_EXIT_START;
-    }
-    mp.kv_type = (uint32_t)kt;
-    /* the memory plan before the first allocation: its table goes to the log */
-    if (st_offload_prepare(&oo, desc, reg, pick, di.dev, &mp, stderr, &g_off, err, sizeof err)) {
-        elog("%s", err);
-        return ST_ENGINE_EXIT_START;
-    }
-    st_model *m = st_offload_load(&g_off, desc, di.api, di.dev, pick->index, &mp, stderr, err, sizeof err);
-    if (!m) {
-        elog("%s", err);
-        return ST_ENGINE_EXIT_START;
-    }
-    int32_t eog[16], n_eog = 0;
-    for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
-        if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
-    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name,
-                           .max_step_s = stall / 4};
-    st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
-    if (!e) {
-        elog("%s", err);
-        return ST_ENGINE_EXIT_START;
-    }
-    st_msg_ready rd;
-    memset(&rd, 0, sizeof rd);
-    rd.n_ctx = st_model_params_of(m)->n_ctx;
-    rd.n_slots = parallel;
-    rd.n_vocab = desc->hp.n_vocab;
-    snprintf(rd.device, sizeof rd.device, "%s", di.name);
-    snprintf(rd.model, sizeof rd.model, "%s", model);
-    elog("model %s on %s: %d slots x %d positions", model, di.name, parallel, rd.n_ctx);
-    if (esend(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
-    st_watchdog *wd = st_watchdog_start(stall, dir, describe_devices, &di);
-    emit_ctx ecx = {fd, wd};
-    uint64_t step = 0;
-    int status = 0;
-    for (;;) {
-        int busy = st_engine_busy(e);
-        if (wd) st_watchdog_busy(wd, busy);
-        /* every message that waits is served before the next step (a cancel among them) */
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, busy ? 0 : 500), gone = 0;
-        while (r > 0 && !(gone = handle(fd, e, m))) r = poll(&p, 1, 0);
-        if (gone || (r < 0 && errno != EINTR)) break; /* the front is gone: leave quietly */
-        if (!st_engine_busy(e)) continue;
-        if (wd) st_watchdog_busy(wd, 1);
-        step++;
-        if (st_engine_step(e, emit, &ecx, err, sizeof err)) {
-            /* the device may be in any state now: every request got its error; end so that the
-             * front starts a fresh engine with a freshly opened device */
-            elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
-                 ST_ENGINE_EXIT_DEVICE);
-            status = ST_ENGINE_EXIT_DEVICE;
-            break;
-        }
-        if (wd) st_watchdog_progress(wd);
-        pthread_mutex_lock(&hb.mu);
-        hb.steps = step;
-        pthread_mutex_unlock(&hb.mu);
-    }
+    engine_run er;
+    memset(&er, 0, sizeof er);
+    er.fd = fd;
+    er.stall = stall;
+    er.dir = dir;
+    er.model = model;
+    er.parallel = parallel;
+    er.hb = &hb;
+    int status = engine_load(&er, &oo, backend, device, ctx, queue, kv_type);
+    if (status == 0) status = engine_serve(&er);
     heartbeat_stop(&hb);
-    st_watchdog_stop(wd);
-    st_engine_free(e);
-    st_model_free(m);
-    st_offload_release(&g_off);
-    di.api->device_close(di.dev);
-    st_tokenizer_free(tok);
-    st_model_desc_free(desc);
-    st_gguf_close(g);
-    st_backend_registry_close(reg);
+    engine_release(&er);
     return status;
 }
