@@ -152,8 +152,12 @@ await check(`soak ${SECONDS} s: every request ends, /health answers, memory boun
   assert.deepEqual(hung, [], 'no request or /health probe hung');
   assert.equal(m.strata_slots_busy, 0);
   assert.equal(m.strata_queue_length, 0);
-  assert.ok(hwm < 256 * 1024, `front peak RSS ${hwm} KiB`);
-  assert.ok(rss1 - rss0 < 64 * 1024, `front RSS grew ${(rss1 - rss0) / 1024} MiB`);
+  // a sanitizer build keeps freed memory in quarantine (up to 256 MiB): its RSS says little
+  const sanitized = fs.readFileSync(fs.realpathSync(process.env.STRATA_BIN)).includes('__asan_init');
+  if (!sanitized) {
+    assert.ok(hwm < 256 * 1024, `front peak RSS ${hwm} KiB`);
+    assert.ok(rss1 - rss0 < 64 * 1024, `front RSS grew ${(rss1 - rss0) / 1024} MiB`);
+  }
   assert.ok(chaosRes.kills + chaosRes.stops >= 1 || SECONDS < 20, 'the engine was hit at least once');
 });
 
