@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     shutdown(s, SHUT_WR);
     char buf[4096];
     struct pollfd p = {.fd = s, .events = POLLIN};
-    while (poll(&p, 1, 1000) > 0 && recv(s, buf, sizeof buf, 0) > 0) {
+    while (poll(&p, 1, 200) > 0 && recv(s, buf, sizeof buf, 0) > 0) {
     }
     close(s);
     st_http_tick(NULL);
