@@ -135,12 +135,12 @@ void st_http_tick(void *daemon) {
     (void)daemon;
     st_front *f = g_front;
     if (!f) return;
-    uint64_t now = st_now_ns();
     pthread_mutex_lock(&g_conn_mu);
+    uint64_t now = st_now_ns(); /* under the lock: no connection registered later than it */
     int reserve = f->cfg.max_connections / 8 > 64 ? 64 : f->cfg.max_connections / 8;
     double limit = g_n_conns > f->cfg.max_connections - reserve ? 1.0 : f->cfg.header_timeout;
     for (conn_track *t = g_conns; t; t = t->next)
-        if (t->waiting && !t->cut && (double)(now - t->since) / 1e9 > limit) {
+        if (t->waiting && !t->cut && now > t->since && (double)(now - t->since) / 1e9 > limit) {
             shutdown(t->fd, SHUT_RDWR);
             t->cut = 1;
             g_cut_total++;

@@ -129,4 +129,30 @@ await check('the header deadline closes slow-header and idle keep-alive connecti
   assert.ok(m.strata_http_connections_cut_total >= 2);
 });
 
-await finish([short]);
+await short.stop();
+
+const full = await startServer({ modelPath: model('tiny'), name: 'connections-reserve',
+  args: ['--max-connections', '64', '--header-timeout', '60'] });
+await check('the reserve: with the connection limit filled by idle clients, /health answers within seconds', async () => {
+  const held = [];
+  for (let i = 0; i < 80; i++) {
+    const s = net.connect(full.port, '127.0.0.1');
+    s.on('error', () => {});
+    held.push(s);
+  }
+  await sleep(300);
+  const t0 = Date.now();
+  let status = 0;
+  for (let i = 0; i < 50 && status !== 200; i++) {
+    try { status = (await fetch(`${full.base}/health`)).status; } catch { await sleep(100); }
+  }
+  const took = Date.now() - t0;
+  console.log(`     64-connection limit filled by 80 idle clients: /health answered ${status} after ${took} ms`);
+  assert.equal(status, 200);
+  assert.ok(took < 4000, `${took} ms`);
+  const m = await metrics(full);
+  assert.ok(m.strata_http_connections_cut_total >= 1, 'the reserve closed waiting connections (deadline 60 s, cut at 1 s)');
+  for (const s of held) s.destroy();
+});
+
+await finish([full]);
