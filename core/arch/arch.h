@@ -74,6 +74,21 @@ typedef enum st_tensor_role {
     ST_T_FFN_GATE_SHEXP, /* [n_ff_shexp][n_embd] */
     ST_T_FFN_UP_SHEXP,   /* [n_ff_shexp][n_embd] */
     ST_T_FFN_DOWN_SHEXP, /* [n_embd][n_ff_shexp] */
+    /* Weight scales: the product W . x is multiplied by them (llama.cpp's "<weight>.scale",
+     * written e.g. beside NVFP4 weights; its model saver writes them for every architecture). */
+    ST_T_ATTN_Q_SCALE,   /* [1] */
+    ST_T_ATTN_K_SCALE,   /* [1] */
+    ST_T_ATTN_V_SCALE,   /* [1] */
+    ST_T_ATTN_OUT_SCALE, /* [1] */
+    ST_T_FFN_GATE_SCALE, /* [1] */
+    ST_T_FFN_UP_SCALE,   /* [1] */
+    ST_T_FFN_DOWN_SCALE, /* [1] */
+    ST_T_FFN_GATE_SHEXP_SCALE, /* [1] */
+    ST_T_FFN_UP_SHEXP_SCALE,   /* [1] */
+    ST_T_FFN_DOWN_SHEXP_SCALE, /* [1] */
+    ST_T_FFN_GATE_EXPS_SCALE,  /* [n_expert]: per expert */
+    ST_T_FFN_UP_EXPS_SCALE,    /* [n_expert] */
+    ST_T_FFN_DOWN_EXPS_SCALE,  /* [n_expert] */
     ST_T_ROLE_COUNT
 } st_tensor_role;
 
@@ -120,9 +135,11 @@ typedef struct st_hparams {
 /* Expected tensor of a family for given hparams (what must or may be in the file). */
 typedef struct st_tensor_spec {
     char name[64];          /* GGUF name, e.g. "blk.3.ffn_gate_exps.weight" */
-    st_tensor_role role;
+    st_tensor_role role;    /* meaningless when unused */
     int32_t layer;          /* -1 for global tensors */
     int32_t required;       /* 0: optional (absence is allowed) */
+    int32_t unused;         /* 1: the reference loads it for this family but its forward never
+                               reads it (e.g. "*.input_scale"); accepted, not placed, reported */
     int32_t n_dims;
     int64_t ne[4];          /* ne[0] innermost, as in GGUF */
 } st_tensor_spec;
@@ -160,6 +177,10 @@ int st_arch_is_moe_family(int arch);
 const char *st_tensor_role_name(st_tensor_role role);
 /* Nonzero for roles holding routed experts (ffn_{gate,up,down}_exps). */
 int st_tensor_role_is_expert(st_tensor_role role);
+/* Nonzero for vector roles (norms, biases, scales): placed as F32 whatever their file type. */
+int st_tensor_role_is_vector(st_tensor_role role);
+/* The scale role of a weight role (ST_T_ATTN_Q -> ST_T_ATTN_Q_SCALE), or -1 when it has none. */
+int st_tensor_role_scale_of(st_tensor_role role);
 
 /* Reads hparams from the metadata of `g` (does not look at tensors except token_embd for
  * n_vocab). Returns 0, or -1 with a message in err naming the key or architecture. */
@@ -173,6 +194,41 @@ void st_arch_apply_family_rules(st_hparams *hp);
  * count (call with cap 0 to size). Optional tensors (biases, output) are included with
  * required = 0; tied_output removes output. Order: global first, then layer by layer. */
 int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap);
+
+/* What Strata does with a metadata key or tensor it does not simply use (st_arch_audit). */
+typedef enum st_audit_kind {
+    ST_AUDIT_REFUSED = 0,   /* would change the math and Strata does not implement it: the
+                               file is refused */
+    ST_AUDIT_NOT_READ = 1,  /* a key the reference implementation of this family does not read
+                               either, or reads without effect on logits */
+    ST_AUDIT_UNUSED = 2     /* a tensor the reference loads for this family but never uses */
+} st_audit_kind;
+
+typedef struct st_audit_item {
+    st_audit_kind kind;
+    char name[96];          /* the key or tensor */
+    char why[192];
+} st_audit_item;
+
+/* Everything in a file outside what Strata uses: the two rules are "every tensor is used as
+ * the reference uses it for the family, or the file is refused naming it" and "every key
+ * whose value changes the math is honoured or refused". */
+typedef struct st_audit {
+    st_audit_item *items;   /* [n] */
+    int32_t n, cap;
+    int32_t n_refused;
+} st_audit;
+
+/* Audits the keys and tensors of `g` against its family (hparams are read first: a file whose
+ * hparams are refused returns -1 with err). Fills `a` (free with st_audit_free) and returns 0;
+ * a->n_refused > 0 means st_arch_describe refuses the file. */
+int st_arch_audit(const st_gguf *g, st_audit *a, char *err, size_t errlen);
+void st_audit_free(st_audit *a);
+/* Adds an item (internal to arch/, exposed for the describe step). 0, or -1 out of memory. */
+int st_audit_add(st_audit *a, st_audit_kind kind, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Audit of the metadata keys only (arch_keys.c). */
+int st_arch_audit_keys(const st_gguf *g, const st_hparams *hp, st_audit *a);
 
 /* Builds the description of the model in `g`. Refuses, with a message in err naming the
  * architecture, key or tensor (and expected vs found shape), an unsupported architecture, a

@@ -97,9 +97,10 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
     char key[128];
     const char *stype = NULL;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
-    if (st_gguf_get_str(g, key, &stype, NULL) != ST_GGUF_OK) stype = "none";
+    if (st_gguf_get_str(g, key, &stype, NULL) != ST_GGUF_OK) stype = "linear"; /* the reference's default */
     float factor = 1.0f;
-    if (key_f32(g, a, "rope.scaling.factor", 0, 1.0f, &factor, err, errlen)) return -1;
+    if (key_f32(g, a, "rope.scaling.factor", 0, 0.0f, &factor, err, errlen)) return -1;
+    if (factor == 0.0f && key_f32(g, a, "rope.scale_linear", 0, 1.0f, &factor, err, errlen)) return -1;
     if (factor <= 0.0f) factor = 1.0f;
     if (!strcmp(stype, "none") || !strcmp(stype, "")) {
         hp->rope_scaling = ST_ROPE_SCALING_NONE;
@@ -117,11 +118,12 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
                 err, errlen))
         return -1;
     hp->yarn_ext_factor = hp->rope_scaling == ST_ROPE_SCALING_YARN ? 1.0f : 0.0f;
-    hp->yarn_attn_factor = 1.0f;
+    /* the reference multiplies the rotation by rope.scaling.attn_factor in every mode; YaRN's
+     * own magnitude correction is applied inside the rope op. The YaRN betas keep their
+     * defaults: the reference reads them for none of these families. */
+    if (key_f32(g, a, "rope.scaling.attn_factor", 0, 1.0f, &hp->yarn_attn_factor, err, errlen)) return -1;
     hp->yarn_beta_fast = 32.0f;
     hp->yarn_beta_slow = 1.0f;
-    if (key_f32(g, a, "rope.scaling.yarn_beta_fast", 0, 32.0f, &hp->yarn_beta_fast, err, errlen)) return -1;
-    if (key_f32(g, a, "rope.scaling.yarn_beta_slow", 0, 1.0f, &hp->yarn_beta_slow, err, errlen)) return -1;
 
     /* experts */
     if (st_arch_is_moe_family(hp->arch) && (hp->n_expert <= 0 || hp->n_expert_used <= 0))
@@ -146,18 +148,12 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
                             "'%s.expert_shared_feed_forward_length'", a, a);
         }
     }
+    /* The gating of these families is fixed (softmax; renormalized for llama and qwen3moe):
+     * expert_gating_func, expert_weights_norm and expert_weights_scale are not read for them
+     * by the reference either, so a file's values there do not change the math (the audit
+     * lists them). */
     st_arch_apply_family_rules(hp);
-    /* optional overrides of the family's gating rules */
-    bool bnorm;
-    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
-    if (st_gguf_get_bool(g, key, &bnorm) == ST_GGUF_OK) hp->expert_weights_norm = bnorm;
-    float wscale;
-    snprintf(key, sizeof key, "%s.expert_weights_scale", a);
-    if (st_gguf_get_f32(g, key, &wscale) == ST_GGUF_OK && wscale > 0.0f) hp->expert_weights_scale = wscale;
-    if (key_i32(g, a, "expert_gating_func", 0, 0, &v, err, errlen)) return -1;
-    if (v == 2) hp->expert_gating = ST_ROUTER_SIGMOID;
-    else if (v != 0 && v != 1)
-        return fail(err, errlen, "%s: expert_gating_func %d is not supported", a, v);
+    (void)v;
 
     /* vocabulary size from the embedding table (the authority), else the tokenizer */
     const st_gguf_tensor *te = st_gguf_tensor_find(g, "token_embd.weight");
@@ -180,110 +176,155 @@ static void shape_str(char *buf, size_t len, int n_dims, const int64_t *ne) {
     if (o < len) snprintf(buf + o, len - o, "]");
 }
 
-/* Float types a norm/bias vector may use (converted to F32 at load). */
+/* Float types a norm/bias/scale vector may use (converted to F32 at load). */
 static int is_float_type(uint32_t t) { return t == ST_TYPE_F32 || t == ST_TYPE_F16 || t == ST_TYPE_BF16; }
 
-static int role_is_vector(st_tensor_role r) {
-    switch (r) {
-    case ST_T_OUTPUT_NORM: case ST_T_ATTN_NORM: case ST_T_FFN_NORM: case ST_T_ATTN_Q_NORM:
-    case ST_T_ATTN_K_NORM: case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
-        return 1;
-    default: return 0;
+/* Checks tensor t against spec s: shape and type. 0, or -1 with err. */
+static int check_spec(const char *a, const st_tensor_spec *s, const st_gguf_tensor *t, char *err, size_t errlen) {
+    for (int k = 0; k < 4; k++) {
+        int64_t have = k < (int)t->n_dims ? t->ne[k] : 1;
+        if (have == s->ne[k]) continue;
+        char want[96], got[96];
+        shape_str(want, sizeof want, s->n_dims, s->ne);
+        shape_str(got, sizeof got, (int)t->n_dims, t->ne);
+        return fail(err, errlen, "%s: tensor '%s' has shape %s, expected %s", a, s->name, got, want);
+    }
+    if (!st_type_get(t->type))
+        return fail(err, errlen, "%s: tensor '%s' has unknown type id %u", a, s->name, t->type);
+    if (!s->unused && st_tensor_role_is_vector(s->role) && !is_float_type(t->type))
+        return fail(err, errlen, "%s: tensor '%s' is %s; norms, biases and scales must be F32/F16/BF16", a,
+                    s->name, st_type_name(t->type));
+    return 0;
+}
+
+static int missing(const char *a, const st_gguf *g, const st_tensor_spec *s, char *err, size_t errlen) {
+    if (s->role == ST_T_FFN_GATE_EXPS) { /* older converters wrote one tensor per expert */
+        char old[96];
+        snprintf(old, sizeof old, "blk.%d.ffn_gate.0.weight", s->layer);
+        if (st_gguf_tensor_find(g, old))
+            return fail(err, errlen, "%s: missing tensor '%s': this file stores experts one tensor each "
+                        "('%s', an older layout); convert it again with a current converter", a, s->name, old);
+    }
+    return fail(err, errlen, "%s: missing tensor '%s'", a, s->name);
+}
+
+static void keep(st_model_desc *d, const st_tensor_spec *s, const st_gguf_tensor *t) {
+    if (s->layer < 0) {
+        if (s->role == ST_T_TOKEN_EMBD) d->token_embd = t;
+        else if (s->role == ST_T_OUTPUT_NORM) d->output_norm = t;
+        else if (s->role == ST_T_OUTPUT) d->output = t;
+    } else {
+        d->layers[s->layer].t[s->role] = t;
+    }
+    d->bytes_total += t->nbytes;
+    if (st_tensor_role_is_expert(s->role)) d->bytes_experts += t->nbytes;
+    else d->bytes_nonexpert += t->nbytes;
+}
+
+/* Matches the file's tensors with the family's specs: each spec found is checked and kept in
+ * d (when given), a loaded-unused one is noted in the audit, and every tensor of the file no
+ * spec names is a refusal in the audit. 0, or -1 with err (missing or misshaped tensor). */
+static int match_tensors(const st_gguf *g, const st_hparams *hp, st_model_desc *d, st_audit *au, char *err,
+                         size_t errlen) {
+    const char *a = hp->arch_name;
+    const int64_t n = st_arch_tensor_specs(hp, NULL, 0), nt = st_gguf_tensor_count(g);
+    st_tensor_spec *specs = calloc((size_t)n, sizeof *specs);
+    unsigned char *seen = calloc((size_t)nt + 1, 1);
+    int rc = 0;
+    if (!specs || !seen) rc = fail(err, errlen, "out of memory describing the model");
+    if (!rc) st_arch_tensor_specs(hp, specs, n);
+    for (int64_t i = 0; !rc && i < n; i++) {
+        const st_tensor_spec *s = &specs[i];
+        const int64_t ti = st_gguf_tensor_index(g, s->name);
+        if (ti < 0) {
+            if (s->required) rc = missing(a, g, s, err, errlen);
+            continue;
+        }
+        const st_gguf_tensor *t = st_gguf_tensor_at(g, ti);
+        seen[ti] = 1;
+        if ((rc = check_spec(a, s, t, err, errlen))) break;
+        if (s->unused) {
+            if (st_audit_add(au, ST_AUDIT_UNUSED, s->name, "loaded but never used by %s's forward (as in the "
+                             "reference): ignored", a))
+                rc = fail(err, errlen, "out of memory");
+        } else if (d) {
+            keep(d, s, t);
+        }
+    }
+    for (int64_t i = 0; !rc && i < nt; i++) {
+        if (seen[i]) continue;
+        if (st_audit_add(au, ST_AUDIT_REFUSED, st_gguf_tensor_at(g, i)->name, "not part of the %s layout "
+                         "Strata implements: refused rather than ignored", a))
+            rc = fail(err, errlen, "out of memory");
+    }
+    free(specs);
+    free(seen);
+    return rc;
+}
+
+int st_arch_audit(const st_gguf *g, st_audit *au, char *err, size_t errlen) {
+    memset(au, 0, sizeof *au);
+    st_hparams hp;
+    if (st_arch_read_hparams(g, &hp, err, errlen)) return -1;
+    if (match_tensors(g, &hp, NULL, au, err, errlen)) return -1;
+    if (st_arch_audit_keys(g, &hp, au)) return fail(err, errlen, "out of memory auditing metadata");
+    return 0;
+}
+
+/* The first refusal of an audit as an error message. */
+static void refusal(const st_hparams *hp, const st_audit *au, char *err, size_t errlen) {
+    for (int32_t i = 0; i < au->n; i++) {
+        const st_audit_item *it = &au->items[i];
+        if (it->kind != ST_AUDIT_REFUSED) continue;
+        char more[96] = "";
+        if (au->n_refused > 1) snprintf(more, sizeof more, " (and %d more)", au->n_refused - 1);
+        fail(err, errlen, "%s: '%s' %s%s; 'strata gguf --check FILE' lists what the file holds that Strata "
+             "does not use", hp->arch_name, it->name, it->why, more);
+        return;
     }
 }
 
 st_model_desc *st_arch_describe(const st_gguf *g, char *err, size_t errlen) {
     st_hparams hp;
     if (st_arch_read_hparams(g, &hp, err, errlen)) return NULL;
-    const char *a = hp.arch_name;
-    if (hp.arch == ST_ARCH_LLAMA && st_gguf_tensor_find(g, "rope_freqs.weight")) {
-        fail(err, errlen, "%s: tensor 'rope_freqs.weight' (per-dimension rope frequency factors) "
-             "is not supported", a);
+    st_audit au;
+    if (st_arch_audit(g, &au, err, errlen)) return NULL;
+    if (au.n_refused) {
+        refusal(&hp, &au, err, errlen);
+        st_audit_free(&au);
         return NULL;
     }
-    int64_t n = st_arch_tensor_specs(&hp, NULL, 0);
-    st_tensor_spec *specs = calloc((size_t)n, sizeof *specs);
+    st_audit_free(&au);
     st_model_desc *d = calloc(1, sizeof *d);
     if (d) d->layers = calloc((size_t)hp.n_layer, sizeof *d->layers);
-    if (!specs || !d || !d->layers) {
-        free(specs);
+    if (!d || !d->layers) {
         st_model_desc_free(d);
         fail(err, errlen, "out of memory describing the model");
         return NULL;
     }
-    st_arch_tensor_specs(&hp, specs, n);
     d->hp = hp;
     d->gguf = g;
-    for (int64_t i = 0; i < n; i++) {
-        const st_tensor_spec *s = &specs[i];
-        const st_gguf_tensor *t = st_gguf_tensor_find(g, s->name);
-        if (!t) {
-            if (!s->required) continue;
-            if (s->role == ST_T_FFN_GATE_EXPS) { /* older converters wrote one tensor per expert */
-                char old[96];
-                snprintf(old, sizeof old, "blk.%d.ffn_gate.0.weight", s->layer);
-                if (st_gguf_tensor_find(g, old)) {
-                    fail(err, errlen, "%s: missing tensor '%s': this file stores experts one tensor each "
-                         "('%s', an older layout); convert it again with a current converter", a, s->name, old);
-                    goto fail;
-                }
-            }
-            fail(err, errlen, "%s: missing tensor '%s'", a, s->name);
-            goto fail;
-        }
-        int ok = 1;
-        for (int k = 0; k < 4; k++) {
-            int64_t have = k < (int)t->n_dims ? t->ne[k] : 1;
-            if (have != s->ne[k]) ok = 0;
-        }
-        if (!ok) {
-            char want[96], have[96];
-            shape_str(want, sizeof want, s->n_dims, s->ne);
-            shape_str(have, sizeof have, (int)t->n_dims, t->ne);
-            fail(err, errlen, "%s: tensor '%s' has shape %s, expected %s", a, s->name, have, want);
-            goto fail;
-        }
-        if (!st_type_get(t->type)) {
-            fail(err, errlen, "%s: tensor '%s' has unknown type id %u", a, s->name, t->type);
-            goto fail;
-        }
-        if (role_is_vector(s->role) && !is_float_type(t->type)) {
-            fail(err, errlen, "%s: tensor '%s' is %s; norms and biases must be F32/F16/BF16", a,
-                 s->name, st_type_name(t->type));
-            goto fail;
-        }
-        if (s->layer < 0) {
-            if (s->role == ST_T_TOKEN_EMBD) d->token_embd = t;
-            else if (s->role == ST_T_OUTPUT_NORM) d->output_norm = t;
-            else if (s->role == ST_T_OUTPUT) d->output = t;
-        } else {
-            d->layers[s->layer].t[s->role] = t;
-        }
-        d->bytes_total += t->nbytes;
-        if (st_tensor_role_is_expert(s->role)) d->bytes_experts += t->nbytes;
-        else d->bytes_nonexpert += t->nbytes;
+    st_audit none;
+    memset(&none, 0, sizeof none);
+    int rc = match_tensors(g, &hp, d, &none, err, errlen);
+    st_audit_free(&none);
+    if (rc) {
+        st_model_desc_free(d);
+        return NULL;
     }
     if (!d->output) d->output = d->token_embd;
     d->hp.tied_output = d->output == d->token_embd;
-    /* the qwen2 families' biases come together or not at all */
     for (int l = 0; l < hp.n_layer; l++) {
         st_layer_desc *L = &d->layers[l];
         L->is_moe = hp.n_expert > 0;
-        int nb = !!L->t[ST_T_ATTN_Q_BIAS] + !!L->t[ST_T_ATTN_K_BIAS] + !!L->t[ST_T_ATTN_V_BIAS];
-        if (nb) d->hp.has_qkv_bias = 1;
-        if (L->is_moe) {
-            uint64_t slice = 0;
-            for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
-                slice += L->t[r]->nbytes / (uint64_t)hp.n_expert;
-            if (slice > d->bytes_expert_slice) d->bytes_expert_slice = slice;
-        }
+        if (L->t[ST_T_ATTN_Q_BIAS] || L->t[ST_T_ATTN_K_BIAS] || L->t[ST_T_ATTN_V_BIAS]) d->hp.has_qkv_bias = 1;
+        if (!L->is_moe) continue;
+        uint64_t slice = 0;
+        for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
+            slice += L->t[r]->nbytes / (uint64_t)hp.n_expert;
+        if (slice > d->bytes_expert_slice) d->bytes_expert_slice = slice;
     }
-    free(specs);
     return d;
-fail:
-    free(specs);
-    st_model_desc_free(d);
-    return NULL;
 }
 
 void st_model_desc_free(st_model_desc *d) {

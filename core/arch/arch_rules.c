@@ -37,6 +37,39 @@ static const char *const k_role_names[ST_T_ROLE_COUNT] = {
     [ST_T_FFN_GATE_SHEXP] = "ffn_gate_shexp.weight",
     [ST_T_FFN_UP_SHEXP] = "ffn_up_shexp.weight",
     [ST_T_FFN_DOWN_SHEXP] = "ffn_down_shexp.weight",
+    [ST_T_ATTN_Q_SCALE] = "attn_q.scale",
+    [ST_T_ATTN_K_SCALE] = "attn_k.scale",
+    [ST_T_ATTN_V_SCALE] = "attn_v.scale",
+    [ST_T_ATTN_OUT_SCALE] = "attn_output.scale",
+    [ST_T_FFN_GATE_SCALE] = "ffn_gate.scale",
+    [ST_T_FFN_UP_SCALE] = "ffn_up.scale",
+    [ST_T_FFN_DOWN_SCALE] = "ffn_down.scale",
+    [ST_T_FFN_GATE_SHEXP_SCALE] = "ffn_gate_shexp.scale",
+    [ST_T_FFN_UP_SHEXP_SCALE] = "ffn_up_shexp.scale",
+    [ST_T_FFN_DOWN_SHEXP_SCALE] = "ffn_down_shexp.scale",
+    [ST_T_FFN_GATE_EXPS_SCALE] = "ffn_gate_exps.scale",
+    [ST_T_FFN_UP_EXPS_SCALE] = "ffn_up_exps.scale",
+    [ST_T_FFN_DOWN_EXPS_SCALE] = "ffn_down_exps.scale",
+};
+
+/* Which optional tensors each family's forward reads (facts of llama.cpp's implementation:
+ * it creates Q/K/V biases and every weight's ".scale"/".input_scale" for all of them, but
+ * only some graphs use them; "input_scale" is used by none). */
+typedef struct family_uses {
+    unsigned qkv_bias : 1;    /* attn_{q,k,v}.bias */
+    unsigned qkv_scale : 1;   /* attn_{q,k,v}.scale */
+    unsigned ffn_scale : 1;   /* ffn_{gate,up,down}.scale (dense layers) */
+    unsigned exps_scale : 1;  /* ffn_{gate,up,down}_exps.scale */
+    unsigned shexp_scale : 1; /* ffn_{gate,up,down}_shexp.scale */
+} family_uses;
+
+static const family_uses k_uses[ST_ARCH_COUNT] = {
+    [ST_ARCH_LLAMA] = {1, 1, 1, 1, 0},
+    [ST_ARCH_QWEN2] = {1, 1, 0, 0, 0},
+    [ST_ARCH_QWEN3] = {1, 1, 1, 0, 0},
+    [ST_ARCH_QWEN2MOE] = {1, 1, 0, 0, 0},
+    [ST_ARCH_QWEN3MOE] = {1, 1, 0, 1, 0},
+    [ST_ARCH_OLMOE] = {0, 0, 0, 0, 0},
 };
 
 int st_arch_from_name(const char *name) {
@@ -56,6 +89,34 @@ const char *st_tensor_role_name(st_tensor_role role) {
 
 int st_tensor_role_is_expert(st_tensor_role role) {
     return role == ST_T_FFN_GATE_EXPS || role == ST_T_FFN_UP_EXPS || role == ST_T_FFN_DOWN_EXPS;
+}
+
+int st_tensor_role_is_vector(st_tensor_role r) {
+    switch (r) {
+    case ST_T_OUTPUT_NORM: case ST_T_ATTN_NORM: case ST_T_FFN_NORM: case ST_T_ATTN_Q_NORM:
+    case ST_T_ATTN_K_NORM: case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
+        return 1;
+    default: return r >= ST_T_ATTN_Q_SCALE && r <= ST_T_FFN_DOWN_EXPS_SCALE;
+    }
+}
+
+int st_tensor_role_scale_of(st_tensor_role r) {
+    switch (r) {
+    case ST_T_ATTN_Q: return ST_T_ATTN_Q_SCALE;
+    case ST_T_ATTN_K: return ST_T_ATTN_K_SCALE;
+    case ST_T_ATTN_V: return ST_T_ATTN_V_SCALE;
+    case ST_T_ATTN_OUT: return ST_T_ATTN_OUT_SCALE;
+    case ST_T_FFN_GATE: return ST_T_FFN_GATE_SCALE;
+    case ST_T_FFN_UP: return ST_T_FFN_UP_SCALE;
+    case ST_T_FFN_DOWN: return ST_T_FFN_DOWN_SCALE;
+    case ST_T_FFN_GATE_SHEXP: return ST_T_FFN_GATE_SHEXP_SCALE;
+    case ST_T_FFN_UP_SHEXP: return ST_T_FFN_UP_SHEXP_SCALE;
+    case ST_T_FFN_DOWN_SHEXP: return ST_T_FFN_DOWN_SHEXP_SCALE;
+    case ST_T_FFN_GATE_EXPS: return ST_T_FFN_GATE_EXPS_SCALE;
+    case ST_T_FFN_UP_EXPS: return ST_T_FFN_UP_EXPS_SCALE;
+    case ST_T_FFN_DOWN_EXPS: return ST_T_FFN_DOWN_EXPS_SCALE;
+    default: return -1;
+    }
 }
 
 int st_arch_is_moe_family(int a) {
@@ -85,17 +146,21 @@ void st_arch_apply_family_rules(st_hparams *hp) {
 typedef struct spec_sink {
     st_tensor_spec *out;
     int64_t cap, n;
+    int unused;       /* the next add() is loaded-unused */
+    const char *name; /* the next add()'s name suffix instead of the role's */
 } spec_sink;
 
 static void add(spec_sink *s, st_tensor_role role, int layer, int required, int n_dims, int64_t ne0,
                 int64_t ne1, int64_t ne2) {
+    const char *suffix = s->name ? s->name : k_role_names[role];
     if (s->n < s->cap) {
         st_tensor_spec *t = &s->out[s->n];
         memset(t, 0, sizeof *t);
         if (layer >= 0)
-            snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, k_role_names[role]);
+            snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, suffix);
         else
-            snprintf(t->name, sizeof t->name, "%s", k_role_names[role]);
+            snprintf(t->name, sizeof t->name, "%s", suffix);
+        t->unused = s->unused;
         t->role = role;
         t->layer = layer;
         t->required = required;
@@ -106,55 +171,90 @@ static void add(spec_sink *s, st_tensor_role role, int layer, int required, int 
         t->ne[3] = 1;
     }
     s->n++;
+    s->unused = 0;
+    s->name = NULL;
 }
 
-int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap) {
-    spec_sink s = {out, cap, 0};
-    const int64_t E = hp->n_embd, V = hp->n_vocab;
+/* The optional ".scale" (used or not, per family) and ".input_scale" (never used) of the
+ * weight `w` of layer l; per_expert: [n_expert] instead of [1]. */
+static void add_scales(spec_sink *s, st_tensor_role w, int l, int used, int64_t n_expert) {
+    const int sr = st_tensor_role_scale_of(w);
+    const int64_t ne = n_expert > 0 ? n_expert : 1;
+    s->unused = !used;
+    add(s, (st_tensor_role)sr, l, 0, 1, ne, 1, 1);
+    char base[48], in[64];
+    snprintf(base, sizeof base, "%s", k_role_names[w]);
+    char *dot = strrchr(base, '.');
+    if (dot) *dot = 0;
+    snprintf(in, sizeof in, "%s.input_scale", base);
+    s->unused = 1;
+    s->name = in;
+    add(s, (st_tensor_role)sr, l, 0, 1, ne, 1, 1);
+}
+
+static void add_attention(spec_sink *s, const st_hparams *hp, const family_uses *u, int l) {
+    const int64_t E = hp->n_embd;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
     const int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
     const int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
-    const int moe = hp->n_expert > 0;
+    add(s, ST_T_ATTN_NORM, l, 1, 1, E, 1, 1);
+    add(s, ST_T_ATTN_Q, l, 1, 2, E, q_dim, 1);
+    add(s, ST_T_ATTN_K, l, 1, 2, E, k_dim, 1);
+    add(s, ST_T_ATTN_V, l, 1, 2, E, v_dim, 1);
+    add(s, ST_T_ATTN_OUT, l, 1, 2, o_dim, E, 1);
+    /* biases: required by the qwen2 families, optional (used or not) elsewhere */
+    s->unused = !u->qkv_bias;
+    add(s, ST_T_ATTN_Q_BIAS, l, hp->has_qkv_bias, 1, q_dim, 1, 1);
+    s->unused = !u->qkv_bias;
+    add(s, ST_T_ATTN_K_BIAS, l, hp->has_qkv_bias, 1, k_dim, 1, 1);
+    s->unused = !u->qkv_bias;
+    add(s, ST_T_ATTN_V_BIAS, l, hp->has_qkv_bias, 1, v_dim, 1, 1);
+    add_scales(s, ST_T_ATTN_Q, l, u->qkv_scale, 0);
+    add_scales(s, ST_T_ATTN_K, l, u->qkv_scale, 0);
+    add_scales(s, ST_T_ATTN_V, l, u->qkv_scale, 0);
+    add_scales(s, ST_T_ATTN_OUT, l, 1, 0);
+    if (hp->qk_norm == ST_QK_NORM_HEAD) {
+        add(s, ST_T_ATTN_Q_NORM, l, 1, 1, hp->head_dim, 1, 1);
+        add(s, ST_T_ATTN_K_NORM, l, 1, 1, hp->head_dim, 1, 1);
+    } else if (hp->qk_norm == ST_QK_NORM_FULL) {
+        add(s, ST_T_ATTN_Q_NORM, l, 1, 1, q_dim, 1, 1);
+        add(s, ST_T_ATTN_K_NORM, l, 1, 1, k_dim, 1, 1);
+    }
+}
+
+int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap) {
+    spec_sink s = {out, cap, 0, 0, NULL};
+    const int64_t E = hp->n_embd, V = hp->n_vocab, X = hp->n_expert;
+    const family_uses *u = &k_uses[hp->arch];
 
     add(&s, ST_T_TOKEN_EMBD, -1, 1, 2, E, V, 1);
     add(&s, ST_T_OUTPUT_NORM, -1, 1, 1, E, 1, 1);
     if (!hp->tied_output) add(&s, ST_T_OUTPUT, -1, 0, 2, E, V, 1);
     for (int l = 0; l < hp->n_layer; l++) {
-        add(&s, ST_T_ATTN_NORM, l, 1, 1, E, 1, 1);
-        add(&s, ST_T_ATTN_Q, l, 1, 2, E, q_dim, 1);
-        add(&s, ST_T_ATTN_K, l, 1, 2, E, k_dim, 1);
-        add(&s, ST_T_ATTN_V, l, 1, 2, E, v_dim, 1);
-        add(&s, ST_T_ATTN_OUT, l, 1, 2, o_dim, E, 1);
-        /* biases: required by the qwen2 families, accepted when present elsewhere */
-        add(&s, ST_T_ATTN_Q_BIAS, l, hp->has_qkv_bias, 1, q_dim, 1, 1);
-        add(&s, ST_T_ATTN_K_BIAS, l, hp->has_qkv_bias, 1, k_dim, 1, 1);
-        add(&s, ST_T_ATTN_V_BIAS, l, hp->has_qkv_bias, 1, v_dim, 1, 1);
-        if (hp->qk_norm == ST_QK_NORM_HEAD) {
-            add(&s, ST_T_ATTN_Q_NORM, l, 1, 1, hp->head_dim, 1, 1);
-            add(&s, ST_T_ATTN_K_NORM, l, 1, 1, hp->head_dim, 1, 1);
-        } else if (hp->qk_norm == ST_QK_NORM_FULL) {
-            add(&s, ST_T_ATTN_Q_NORM, l, 1, 1, q_dim, 1, 1);
-            add(&s, ST_T_ATTN_K_NORM, l, 1, 1, k_dim, 1, 1);
-        }
+        add_attention(&s, hp, u, l);
         add(&s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
-        if (!moe) {
+        if (X == 0) {
             add(&s, ST_T_FFN_GATE, l, 1, 2, E, hp->n_ff, 1);
             add(&s, ST_T_FFN_UP, l, 1, 2, E, hp->n_ff, 1);
             add(&s, ST_T_FFN_DOWN, l, 1, 2, hp->n_ff, E, 1);
+            for (int r = ST_T_FFN_GATE; r <= ST_T_FFN_DOWN; r++) add_scales(&s, (st_tensor_role)r, l, u->ffn_scale, 0);
             continue;
         }
-        add(&s, ST_T_FFN_GATE_INP, l, 1, 2, E, hp->n_expert, 1);
-        add(&s, ST_T_FFN_GATE_EXPS, l, 1, 3, E, hp->n_ff_exp, hp->n_expert);
-        add(&s, ST_T_FFN_UP_EXPS, l, 1, 3, E, hp->n_ff_exp, hp->n_expert);
-        add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, hp->n_expert);
+        add(&s, ST_T_FFN_GATE_INP, l, 1, 2, E, X, 1);
+        add(&s, ST_T_FFN_GATE_EXPS, l, 1, 3, E, hp->n_ff_exp, X);
+        add(&s, ST_T_FFN_UP_EXPS, l, 1, 3, E, hp->n_ff_exp, X);
+        add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, X);
+        for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
+            add_scales(&s, (st_tensor_role)r, l, u->exps_scale, X);
         if (hp->n_ff_shexp > 0) {
             add(&s, ST_T_FFN_GATE_INP_SHEXP, l, 1, 1, E, 1, 1);
             add(&s, ST_T_FFN_GATE_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
             add(&s, ST_T_FFN_UP_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
             add(&s, ST_T_FFN_DOWN_SHEXP, l, 1, 2, hp->n_ff_shexp, E, 1);
+            for (int r = ST_T_FFN_GATE_SHEXP; r <= ST_T_FFN_DOWN_SHEXP; r++)
+                add_scales(&s, (st_tensor_role)r, l, u->shexp_scale, 0);
         }
     }
     return s.n;
 }
-

@@ -118,6 +118,21 @@ static int matmul(st_model *m, const st_tensor *w, float *x, float *out, int64_t
     return 0;
 }
 
+/* out = (W . x) * s: the layer's weight of `role` with its per-tensor scale (none when 1). */
+static int project(st_model *m, const st_layer_w *L, int role, float *x, float *out, int64_t n,
+                   const char *layer_txt, const char *what, char *err, size_t errlen) {
+    const st_tensor *w = &L->t[role];
+    if (matmul(m, w, x, out, n, layer_txt, what, err, errlen)) return -1;
+    if (L->scale[role] == 1.0f) return 0;
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.s = L->scale[role];
+    a.a = f32(out, w->ne[1], n); /* [n][M] */
+    a.out = a.a;
+    RUN(scale, a, what);
+    return 0;
+}
+
 static int add_bias(st_model *m, const st_tensor *b, float *x, int64_t n, const char *layer_txt, char *err,
                     size_t errlen) {
     if (!b->data) return 0;
@@ -130,19 +145,21 @@ static int add_bias(st_model *m, const st_tensor *b, float *x, int64_t n, const 
     return 0;
 }
 
-static int ffn_dense(st_model *m, const st_tensor *gate, const st_tensor *up, const st_tensor *down, float *in,
-                     float *out, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+/* out = W_down . (silu(W_gate . in) * (W_up . in)) with the layer's weights of roles gate,
+ * gate + 1 (up) and gate + 2 (down): the dense FFN or the shared expert. */
+static int ffn_dense(st_model *m, const st_layer_w *L, int gate, float *in, float *out, int64_t n,
+                     const char *layer_txt, char *err, size_t errlen) {
     st_work *w = &m->w;
-    const int64_t F = gate->ne[1];
-    if (matmul(m, gate, in, w->fg, n, layer_txt, "ffn_gate", err, errlen)) return -1;
-    if (matmul(m, up, in, w->fu, n, layer_txt, "ffn_up", err, errlen)) return -1;
+    const int64_t F = L->t[gate].ne[1];
+    if (project(m, L, gate, in, w->fg, n, layer_txt, "ffn_gate", err, errlen)) return -1; /* [n][F] */
+    if (project(m, L, gate + 1, in, w->fu, n, layer_txt, "ffn_up", err, errlen)) return -1; /* [n][F] */
     st_swiglu_args s;
     memset(&s, 0, sizeof s);
     s.gate = f32(w->fg, F, n);
     s.up = f32(w->fu, F, n);
     s.out = s.gate;
     RUN(swiglu, s, "ffn");
-    return matmul(m, down, w->fg, out, n, layer_txt, "ffn_down", err, errlen);
+    return project(m, L, gate + 2, w->fg, out, n, layer_txt, "ffn_down", err, errlen); /* [n][E] */
 }
 
 static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errlen) {
@@ -162,9 +179,7 @@ static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char
                          size_t errlen) {
     st_work *w = &m->w;
     const int64_t E = m->hp.n_embd;
-    if (ffn_dense(m, &L->t[ST_T_FFN_GATE_SHEXP], &L->t[ST_T_FFN_UP_SHEXP], &L->t[ST_T_FFN_DOWN_SHEXP], w->cur,
-                  w->tmp, n, layer_txt, err, errlen))
-        return -1;
+    if (ffn_dense(m, L, ST_T_FFN_GATE_SHEXP, w->cur, w->tmp, n, layer_txt, err, errlen)) return -1;
     if (matmul(m, &L->t[ST_T_FFN_GATE_INP_SHEXP], w->cur, w->sg, n, layer_txt, "ffn_gate_inp_shexp", err, errlen))
         return -1;
     st_binary_args b;
@@ -247,6 +262,23 @@ static int ffn_moe_fused(st_model *m, int il, int64_t n, const char *layer_txt, 
     return 0;
 }
 
+/* Per-assignment factors of the per-expert weight scale `role` ([n_expert]): *scale =
+ * rlog[a] = s[rids[a]] for the A assignments (rlog is free once the router has run), or NULL
+ * when the layer has none. */
+static int expert_scales(st_model *m, const st_layer_w *L, int role, int64_t A, const float **scale,
+                         const char *layer_txt, char *err, size_t errlen) {
+    *scale = NULL;
+    if (!L->t[role].data) return 0;
+    st_get_rows_args g;
+    memset(&g, 0, sizeof g);
+    g.w = f32(L->t[role].data, 1, L->t[role].ne[0]); /* [n_expert][1] */
+    g.ids = m->w.rids;                               /* [A] */
+    g.out = f32(m->w.rlog, 1, A);                    /* [A][1] */
+    RUN(get_rows, g, "expert scales");
+    *scale = m->w.rlog;
+    return 0;
+}
+
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */
 static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
@@ -279,9 +311,11 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     g.slot_table = w->slots;
     g.expert = w->rids;
     g.x_row = w->xrow;
+    if (expert_scales(m, L, ST_T_FFN_GATE_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_gate_exps");
     g.w = L->t[ST_T_FFN_UP_EXPS];
     g.out = f32(w->eu, Fe, A);
+    if (expert_scales(m, L, ST_T_FFN_UP_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_up_exps");
     st_swiglu_args s;
     memset(&s, 0, sizeof s);
@@ -293,6 +327,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     g.x = f32(w->eg, Fe, A);
     g.out = f32(w->ed, E, A);
     g.x_row = w->ident;
+    if (expert_scales(m, L, ST_T_FFN_DOWN_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_down_exps");
 
     int accumulate = 0;
@@ -373,7 +408,7 @@ static int attention_fused(st_model *m, int il, int64_t n, const char *layer_txt
     RUN(attn_prep, p, "attention prologue");
     st_attention_args at = attention_args(m, il, w->att, w->q, n);
     RUN(attention, at, "attention");
-    return matmul(m, &L->t[ST_T_ATTN_OUT], w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
+    return project(m, L, ST_T_ATTN_OUT, w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
 
 static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
@@ -384,12 +419,14 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
     int32_t *d_pos = w->inp + N, *d_cell = w->inp + 4 * N;
 
-    if (m->fused_attn && L->qkv.data && hp->qk_norm != ST_QK_NORM_FULL && !L->t[ST_T_ATTN_Q_BIAS].data &&
-        !L->t[ST_T_ATTN_K_BIAS].data && !L->t[ST_T_ATTN_V_BIAS].data)
+    const int plain_qkv = !L->t[ST_T_ATTN_Q_BIAS].data && !L->t[ST_T_ATTN_K_BIAS].data &&
+                          !L->t[ST_T_ATTN_V_BIAS].data && L->scale[ST_T_ATTN_Q] == 1.0f &&
+                          L->scale[ST_T_ATTN_K] == 1.0f && L->scale[ST_T_ATTN_V] == 1.0f;
+    if (m->fused_attn && L->qkv.data && hp->qk_norm != ST_QK_NORM_FULL && plain_qkv)
         return attention_fused(m, il, n, layer_txt, err, errlen);
-    if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1;
-    if (matmul(m, &L->t[ST_T_ATTN_K], w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1;
-    if (matmul(m, &L->t[ST_T_ATTN_V], w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1;
+    if (project(m, L, ST_T_ATTN_Q, w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1; /* [n][H*D] */
+    if (project(m, L, ST_T_ATTN_K, w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1; /* [n][Hk*D] */
+    if (project(m, L, ST_T_ATTN_V, w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1; /* [n][Hk*D] */
     if (add_bias(m, &L->t[ST_T_ATTN_Q_BIAS], w->q, n, layer_txt, err, errlen)) return -1;
     if (add_bias(m, &L->t[ST_T_ATTN_K_BIAS], w->k, n, layer_txt, err, errlen)) return -1;
     if (add_bias(m, &L->t[ST_T_ATTN_V_BIAS], w->v, n, layer_txt, err, errlen)) return -1;
@@ -420,7 +457,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
 
     st_attention_args at = attention_args(m, il, w->q, w->att, n);
     RUN(attention, at, "attention");
-    return matmul(m, &L->t[ST_T_ATTN_OUT], w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
+    return project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
 
 /* Host side of a batch: cells, causal lengths, output rows; one upload. */
@@ -518,8 +555,7 @@ static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t 
         if (norm(m, w->tmp, w->x, &L->t[ST_T_FFN_NORM], w->cur, n, E, layer_txt, err, errlen)) return -1;
         if (m->desc->layers[il].is_moe) {
             if (ffn_moe(m, il, n, layer_txt, err, errlen)) return -1;
-        } else if (ffn_dense(m, &L->t[ST_T_FFN_GATE], &L->t[ST_T_FFN_UP], &L->t[ST_T_FFN_DOWN], w->cur, w->tmp, n,
-                             layer_txt, err, errlen)) {
+        } else if (ffn_dense(m, L, ST_T_FFN_GATE, w->cur, w->tmp, n, layer_txt, err, errlen)) {
             return -1;
         }
     }

@@ -11,6 +11,9 @@ typedef struct st_layer_w {
      * (data == NULL when they are not: in place, or types or row lengths differ); t[Q/K/V]
      * are views into it. */
     st_tensor qkv;
+    /* by weight role: the value of its per-tensor ".scale" ([1], read at load), by which the
+     * product W . x is multiplied; 1 when the file has none */
+    float scale[ST_T_ROLE_COUNT];
 } st_layer_w;
 
 /* Allocation granularity the memory plan assumes for every model buffer (ST_PLAN_ALIGN):
@@ -105,6 +108,9 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
 /* Names the memory-plan consumer of the device allocations that follow (params.alloc_consumer;
  * nothing when it is not set). */
 void st_model_consumer(st_model *m, const char *consumer);
+
+/* Nonzero when layer l has per-expert weight scales (ffn_*_exps.scale). */
+int st_model_layer_has_expert_scales(const st_model *m, int l);
 
 /* Creates the KV cache and the work buffers (model_buffers.c). 0 or -1 with err. */
 int st_model_buffers_create(st_model *m, char *err, size_t errlen);

@@ -125,7 +125,13 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
             case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
                 if (need_op(m, ST_OP_ADD, ST_TYPE_F32, t->name, err, errlen)) return -1;
                 break;
-            default: break;
+            case ST_T_FFN_GATE_EXPS_SCALE: case ST_T_FFN_UP_EXPS_SCALE: case ST_T_FFN_DOWN_EXPS_SCALE:
+                break; /* gathered by GET_ROWS (F32), applied by MOE_MATMUL */
+            default:
+                if (st_tensor_role_is_vector((st_tensor_role)r) && r >= ST_T_ATTN_Q_SCALE &&
+                    need_op(m, ST_OP_SCALE, ST_TYPE_F32, t->name, err, errlen))
+                    return -1;
+                break;
             }
         }
         if (L->is_moe) {
@@ -135,6 +141,18 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
                 need_op(m, ST_OP_MUL_ROWS, ST_TYPE_F32, "the shared expert", err, errlen))
                 return -1;
         }
+    }
+    return 0;
+}
+
+/* Expert offload reads expert weights through the slot cache and the CPU module, which do not
+ * apply per-expert weight scales: refuse that combination rather than compute without them. */
+static int check_hybrid(const st_model *m, char *err, size_t errlen) {
+    for (int l = 0; m->hybrid && l < m->hp.n_layer; l++) {
+        if (!st_model_layer_has_expert_scales(m, l)) continue;
+        snprintf(err, errlen, "layer %d: per-expert weight scales (ffn_*_exps.scale) are not supported with "
+                 "expert offload; load with every expert resident", l);
+        return -1;
     }
     return 0;
 }
@@ -151,17 +169,14 @@ static void find_fused(st_model *m) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;
         const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
-        moe = g && u && dn && g->type == u->type &&
+        moe = g && u && dn && g->type == u->type && !st_model_layer_has_expert_scales(m, l) &&
               m->api->op_supported(m->dev_index, ST_OP_MOE_GATE_UP, g->type) &&
               m->api->op_supported(m->dev_index, ST_OP_MOE_DOWN, dn->type);
     }
     m->fused_moe = moe;
 }
 
-static int is_vector_role(int r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+static int is_vector_role(int r) { return st_tensor_role_is_vector((st_tensor_role)r); }
 
 /* Places one tensor: in place, converted to F32 (vectors), or copied. */
 static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out, char *err, size_t errlen) {
@@ -237,6 +252,24 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
     return 1;
 }
 
+/* The per-tensor ".scale" values of layer l, read on the host (1 where absent). */
+static void read_scales(st_model *m, int l) {
+    const st_layer_desc *D = &m->desc->layers[l];
+    st_layer_w *L = &m->layers[l];
+    for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
+        const int sr = st_tensor_role_scale_of((st_tensor_role)r);
+        L->scale[r] = 1.0f;
+        if (sr < 0 || !D->t[sr] || st_tensor_role_is_expert((st_tensor_role)r)) continue;
+        st_dequantize_row(D->t[sr]->type, D->t[sr]->data, &L->scale[r], 1); /* [1] */
+    }
+}
+
+/* Nonzero when layer l has per-expert weight scales (ffn_*_exps.scale). */
+int st_model_layer_has_expert_scales(const st_model *m, int l) {
+    const st_layer_desc *D = &m->desc->layers[l];
+    return D->t[ST_T_FFN_GATE_EXPS_SCALE] || D->t[ST_T_FFN_UP_EXPS_SCALE] || D->t[ST_T_FFN_DOWN_EXPS_SCALE];
+}
+
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
@@ -244,6 +277,7 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
     if (d->output == d->token_embd) m->output = m->tok_embd;
     else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
     for (int l = 0; l < m->hp.n_layer; l++) {
+        read_scales(m, l);
         const int merged = place_qkv(m, l, err, errlen);
         if (merged < 0) return -1;
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
@@ -304,7 +338,7 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         free(m);
         return NULL;
     }
-    if (check_ops(m, err, errlen)) {
+    if (check_ops(m, err, errlen) || check_hybrid(m, err, errlen)) {
         free(m->layers);
         free(m);
         return NULL;

@@ -66,11 +66,8 @@ uint64_t st_plan_expert_resident_bytes(const st_model_desc *d, int32_t l0, int32
     return b;
 }
 
-/* Vectors (norms, biases) that are not F32 are converted to F32 on the device. */
-static int is_vector_role(int r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+/* Vectors (norms, biases, scales) that are not F32 are converted to F32 on the device. */
+static int is_vector_role(int r) { return st_tensor_role_is_vector((st_tensor_role)r); }
 
 static uint64_t tensor_bytes(const st_gguf_tensor *t, int role, int unified) {
     if (!t) return 0;
