@@ -64,3 +64,36 @@ foreach(arch llama llama-moe qwen2 qwen3 qwen2moe qwen3moe olmoe)
     set_tests_properties(vs_llama.${arch}.${type} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
   endforeach()
 endforeach()
+
+# What llama.cpp's model saver writes for every family (tests/test-llama-archs.cpp): Q/K/V
+# biases (olmoe's forward ignores them), every weight's .scale (applied) and .input_scale
+# (ignored), and hparam keys at values the family does not read or holds neutral. Before the
+# audit rules Strata ignored the scales and honoured gating keys the reference ignores (qwen3moe:
+# max relative logit error 1.1 here).
+foreach(arch qwen3moe olmoe qwen2moe llama-moe qwen3)
+  set(_a ${arch})
+  set(_extra "")
+  set(_kv 2)
+  set(_ff 512)
+  if(arch STREQUAL "llama-moe")
+    set(_a llama)
+    set(_extra --experts 4 --experts-used 2)
+  elseif(arch STREQUAL "qwen2moe")
+    set(_extra --shared-expert-ff 256)
+  elseif(arch STREQUAL "olmoe")
+    set(_kv 4)
+    set(_ff 256)
+  endif()
+  foreach(type F32 Q8_0)
+    if(type STREQUAL "F32")
+      set(_lim 1e-5)
+    else()
+      set(_lim 5e-2)
+    endif()
+    add_test(NAME vs_llama.${arch}.saver_extras.${type}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                     $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/${arch}-extras-${type}
+                     ${_a} ${type} ${_lim} ${_k_dims} --ff ${_ff} --kv-heads ${_kv} ${_extra} --saver-extras)
+    set_tests_properties(vs_llama.${arch}.saver_extras.${type} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+  endforeach()
+endforeach()

@@ -30,7 +30,10 @@ static void help(FILE *f) {
             "  --ctx-train N         <arch>.context_length written (default 4096)\n"
             "  --rope-base X         rope.freq_base (default 10000; qwen3-30b-a3b 1e6)\n"
             "  --rope-scaling T      none, linear or yarn, with --rope-factor X and\n"
-            "                        --rope-orig-ctx N (original training context)\n",
+            "                        --rope-orig-ctx N (original training context)\n"
+            "  --saver-extras        also write what llama.cpp's model saver writes for every family:\n"
+            "                        Q/K/V biases, every weight's .scale and .input_scale, and keys\n"
+            "                        at values the family ignores or holds neutral\n",
             st_gen_preset_names());
 }
 
@@ -137,6 +140,8 @@ int st_cmd_gen_model(int argc, char **argv) {
         } else if ((r = st_cli_opt(argc, argv, &i, "--rope-base", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--rope-base", v, &x) || x <= 0) return 2;
             p.hp.rope_freq_base = (float)x;
+        } else if (!strcmp(argv[i], "--saver-extras")) {
+            p.saver_extras = 1;
         } else if ((r = st_cli_opt(argc, argv, &i, "--router-skew", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--router-skew", v, &x)) return 2;
             p.router_skew = (float)x;

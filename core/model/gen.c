@@ -95,10 +95,9 @@ static uint32_t fit_type(uint32_t want, int64_t ne0) {
     return want == ST_TYPE_F32 ? ST_TYPE_F32 : ST_TYPE_F16;
 }
 
-static int is_vector(st_tensor_role r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+static int is_vector(st_tensor_role r) { return st_tensor_role_is_vector(r); }
+
+static int is_scale(st_tensor_role r) { return r >= ST_T_ATTN_Q_SCALE && r <= ST_T_FFN_DOWN_EXPS_SCALE; }
 
 /* Standard deviation of a matrix's values, per row `row` (router rows carry the skew); out_scale
  * multiplies the output projections (ST_GEN_ROUTER_BALANCED). */
@@ -197,6 +196,8 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
             if (is_vector(s->role)) {
                 if (s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS)
                     fill_uniform(g, g->f, ne0, 0.02f);
+                else if (is_scale(s->role)) /* a weight scale: 0.5 .. 1.5 */
+                    for (int64_t i = 0; i < ne0; i++) g->f[i] = 0.5f + (float)st_rng_uniform(&g->rng);
                 else
                     for (int64_t i = 0; i < ne0; i++) g->f[i] = 1.0f + (float)(st_rng_uniform(&g->rng) - 0.5) * 0.1f;
             } else {
@@ -254,6 +255,33 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
     return rc;
 }
 
+/* Keys llama.cpp's model saver writes for every family at values these families do not read
+ * or hold neutral: a file with them must load and compute exactly as one without. */
+static int set_saver_meta(st_gguf_writer *w, const st_hparams *h) {
+    char k[128];
+    const char *a = st_arch_name(h->arch);
+    int rc = 0;
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
+    rc |= st_gguf_writer_set_bool(w, KEY("expert_weights_norm"), false);
+    rc |= st_gguf_writer_set_f32(w, KEY("expert_weights_scale"), 0.0f);
+    rc |= st_gguf_writer_set_u32(w, KEY("expert_gating_func"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_count"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_used_count"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), 0);
+    rc |= st_gguf_writer_set_bool(w, KEY("attention.causal"), true);
+    rc |= st_gguf_writer_set_f32(w, KEY("attention.clamp_kqv"), 0.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), 50.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), 1.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f);
+    if (h->rope_scaling == ST_ROPE_SCALING_NONE) {
+        rc |= st_gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
+        rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 0.0f);
+    }
+#undef KEY
+    return rc;
+}
+
 int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t errlen) {
     st_gen_params p = *pin;
     st_hparams *h = &p.hp;
@@ -307,7 +335,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     }
     h->n_vocab = nv;
     st_arch_apply_family_rules(h);
-    if (set_meta(w, h)) {
+    if (set_meta(w, h) || (p.saver_extras && set_saver_meta(w, h))) {
         snprintf(err, errlen, "metadata: %s", st_gguf_writer_error(w));
         goto done;
     }
@@ -320,7 +348,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     for (int64_t i = 0; i < n; i++) {
         st_tensor_spec *s = &specs[i];
         int bias = s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS;
-        if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias)) continue;
+        if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias) && !p.saver_extras) continue;
         uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(p.wtype, s->ne[0]);
         if (st_gguf_writer_add_tensor(w, s->name, type, (uint32_t)s->n_dims, s->ne)) {
             snprintf(err, errlen, "declaring %s: %s", s->name, st_gguf_writer_error(w));
