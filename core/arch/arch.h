@@ -9,6 +9,9 @@
  *   qwen2moe MoE + shared expert gated by sigmoid(ffn_gate_inp_shexp . x), Q/K/V bias
  *   qwen3moe MoE with per-head Q/K norm
  *   olmoe    MoE with Q/K RMS norm over the whole projection
+ *   deepseek2 multi-head latent attention (MLA: low-rank Q, a compressed latent KV with a
+ *            decoupled rope part, cached as one [kv_lora + n_rot] row per token), leading dense
+ *            layers, routed + shared experts, softmax or sigmoid gating with a selection bias
  * Conventions (facts of the GGUF converters): llama's Q/K weights are stored permuted for
  * the normal (adjacent pairs) rope; every other family here uses the NeoX (halves) rope. */
 #ifndef STRATA_ARCH_H
@@ -31,7 +34,8 @@ typedef enum st_arch_id {
     ST_ARCH_QWEN2MOE = 3,
     ST_ARCH_QWEN3MOE = 4,
     ST_ARCH_OLMOE = 5,
-    ST_ARCH_COUNT = 6
+    ST_ARCH_DEEPSEEK2 = 6,
+    ST_ARCH_COUNT = 7
 } st_arch_id;
 
 /* How Q and K are normalized before rope. */
@@ -89,6 +93,17 @@ typedef enum st_tensor_role {
     ST_T_FFN_GATE_EXPS_SCALE,  /* [n_expert]: per expert */
     ST_T_FFN_UP_EXPS_SCALE,    /* [n_expert] */
     ST_T_FFN_DOWN_EXPS_SCALE,  /* [n_expert] */
+    /* multi-head latent attention (deepseek2); Dq = mla_k = nope + n_rot */
+    ST_T_ATTN_Q_A,       /* [n_lora_q][n_embd] */
+    ST_T_ATTN_Q_A_NORM,  /* [n_lora_q] */
+    ST_T_ATTN_Q_B,       /* [n_head*Dq][n_lora_q] */
+    ST_T_ATTN_KV_A_MQA,  /* [n_lora_kv + n_rot][n_embd]: latent and the shared rope part of K */
+    ST_T_ATTN_KV_A_NORM, /* [n_lora_kv] */
+    ST_T_ATTN_K_B,       /* [n_head][n_lora_kv][nope]: latent -> K (absorbed into Q) */
+    ST_T_ATTN_V_B,       /* [n_head][mla_v][n_lora_kv]: latent -> V per head */
+    ST_T_FFN_EXP_PROBS_B, /* [n_expert] expert selection bias */
+    ST_T_FFN_GATE_UP_EXPS, /* [n_expert][2*n_ff_exp][n_embd]: gate rows then up rows, in place of
+                              ffn_gate_exps + ffn_up_exps (deepseek2 files may hold either) */
     ST_T_ROLE_COUNT
 } st_tensor_role;
 
@@ -130,6 +145,14 @@ typedef struct st_hparams {
     int32_t expert_weights_norm;  /* selected weights renormalized to sum 1 */
     float expert_weights_scale;   /* factor on the final weights (1 = none) */
     int32_t tied_output;    /* output.weight absent: token_embd is the output matrix */
+    int32_t n_dense_lead;   /* <arch>.leading_dense_block_count: first layers with a dense FFN */
+    /* multi-head latent attention (all 0 otherwise). head_dim is then the cached row,
+     * n_lora_kv + n_rot, n_head_kv is 1 and attention runs over the latent (V = its first
+     * n_lora_kv values), the output projected per head by attn_v_b. */
+    int32_t n_lora_q;       /* <arch>.attention.q_lora_rank (0: one attn_q matrix) */
+    int32_t n_lora_kv;      /* <arch>.attention.kv_lora_rank */
+    int32_t mla_k;          /* <arch>.attention.key_length_mla: per-head Q/K (nope + n_rot) */
+    int32_t mla_v;          /* <arch>.attention.value_length_mla: per-head V */
 } st_hparams;
 
 /* Expected tensor of a family for given hparams (what must or may be in the file). */

@@ -1,5 +1,6 @@
 /* Hyperparameters from GGUF metadata and the tensor table matched against the family's
  * expected tensors. Reads only; never executes. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,56 @@ static int key_f32(const st_gguf *g, const char *arch, const char *suffix, int r
                 key);
 }
 
-static const char *k_supported = "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe";
+static const char *k_supported = "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2";
+
+/* deepseek2: MLA ranks and head sizes, leading dense layers, shared experts and the gating
+ * the file names (after the generic keys; st_arch_apply_family_rules derives the rest). */
+static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
+    int32_t n_shared = 0, func = 0;
+    if (key_i32(g, a, "leading_dense_block_count", 0, 0, &hp->n_dense_lead, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.q_lora_rank", 0, 0, &hp->n_lora_q, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.kv_lora_rank", 1, 0, &hp->n_lora_kv, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.key_length_mla", 1, 0, &hp->mla_k, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.value_length_mla", 1, 0, &hp->mla_v, err, errlen)) return -1;
+    if (key_i32(g, a, "expert_shared_count", 1, 0, &n_shared, err, errlen)) return -1;
+    if (key_i32(g, a, "expert_gating_func", 0, 0, &func, err, errlen)) return -1;
+    if (hp->n_lora_kv <= 0 || hp->mla_k <= hp->n_rot || hp->mla_v <= 0 || hp->n_lora_q < 0)
+        return fail(err, errlen, "%s: kv_lora_rank %d, key_length_mla %d (must exceed rope dims %d), "
+                    "value_length_mla %d: not a latent-attention layout Strata implements", a, hp->n_lora_kv,
+                    hp->mla_k, hp->n_rot, hp->mla_v);
+    if (hp->n_dense_lead < 0 || hp->n_dense_lead > hp->n_layer)
+        return fail(err, errlen, "%s: leading_dense_block_count %d out of range", a, hp->n_dense_lead);
+    if (func == 2) hp->expert_gating = ST_ROUTER_SIGMOID;
+    else if (func == 0 || func == 1) hp->expert_gating = ST_ROUTER_SOFTMAX;
+    else return fail(err, errlen, "%s: expert_gating_func %d is not supported (softmax, sigmoid)", a, func);
+    bool norm = false;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", a);
+    if (st_gguf_get_bool(g, key, &norm) == ST_GGUF_WRONG_TYPE)
+        return fail(err, errlen, "%s: metadata key '%s' must be a bool", a, key);
+    hp->expert_weights_norm = norm;
+    if (key_f32(g, a, "expert_weights_scale", 0, 0.0f, &hp->expert_weights_scale, err, errlen)) return -1;
+    hp->n_ff_shexp = hp->n_ff_exp * n_shared;
+    return 0;
+}
+
+/* deepseek2's attention scale: YaRN's magnitude enters squared through Q and K
+ * (rope.scaling.yarn_log_multiplier, stored as 0.1 * mscale_all_dim), and the rotation's own
+ * factor is divided by YaRN's built-in correction (facts of the reference's implementation). */
+static int deepseek2_scales(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
+    float log_mul = 0.0f;
+    if (key_f32(g, a, "rope.scaling.yarn_log_multiplier", 0, 0.0f, &log_mul, err, errlen)) return -1;
+    const float f = 1.0f / hp->rope_freq_scale, lf = logf(f);
+    float cp = hp->yarn_attn_factor; /* rope.scaling.attn_factor */
+    if (hp->rope_scaling == ST_ROPE_SCALING_YARN) {
+        const float ms1 = f <= 1.0f ? 1.0f : 1.0f + 0.1f * lf; /* YaRN's magnitude at mscale 1 */
+        cp = (log_mul != 0.0f ? 1.0f : ms1) * cp / (1.0f + 0.1f * lf);
+    }
+    const float mscale = cp * (1.0f + 0.1f * lf) * (1.0f + log_mul * lf);
+    hp->attn_scale *= mscale * mscale;
+    hp->yarn_attn_factor = cp;
+    return 0;
+}
 
 int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t errlen) {
     memset(hp, 0, sizeof *hp);
@@ -82,7 +132,7 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
         return -1;
     if (key_i32(g, a, "attention.value_length", 0, hp->head_dim, &hp->head_dim_v, err, errlen))
         return -1;
-    if (hp->head_dim <= 0 || hp->head_dim % 2 || hp->head_dim_v != hp->head_dim)
+    if (hp->head_dim <= 0 || hp->head_dim % 2 || (hp->head_dim_v != hp->head_dim && hp->arch != ST_ARCH_DEEPSEEK2))
         return fail(err, errlen, "%s: head dimension %d / value length %d not supported (must be "
                     "even and equal)", a, hp->head_dim, hp->head_dim_v);
     if (key_i32(g, a, "context_length", 0, 4096, &hp->n_ctx_train, err, errlen)) return -1;
@@ -152,7 +202,9 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
      * expert_gating_func, expert_weights_norm and expert_weights_scale are not read for them
      * by the reference either, so a file's values there do not change the math (the audit
      * lists them). */
+    if (hp->arch == ST_ARCH_DEEPSEEK2 && read_deepseek2(g, a, hp, err, errlen)) return -1;
     st_arch_apply_family_rules(hp);
+    if (hp->arch == ST_ARCH_DEEPSEEK2 && deepseek2_scales(g, a, hp, err, errlen)) return -1;
     (void)v;
 
     /* vocabulary size from the embedding table (the authority), else the tokenizer */
@@ -316,12 +368,19 @@ st_model_desc *st_arch_describe(const st_gguf *g, char *err, size_t errlen) {
     d->hp.tied_output = d->output == d->token_embd;
     for (int l = 0; l < hp.n_layer; l++) {
         st_layer_desc *L = &d->layers[l];
-        L->is_moe = hp.n_expert > 0;
+        L->is_moe = hp.n_expert > 0 && l >= hp.n_dense_lead;
         if (L->t[ST_T_ATTN_Q_BIAS] || L->t[ST_T_ATTN_K_BIAS] || L->t[ST_T_ATTN_V_BIAS]) d->hp.has_qkv_bias = 1;
         if (!L->is_moe) continue;
+        if (!L->t[ST_T_FFN_GATE_UP_EXPS] && (!L->t[ST_T_FFN_GATE_EXPS] || !L->t[ST_T_FFN_UP_EXPS])) {
+            fail(err, errlen, "%s: missing tensor 'blk.%d.ffn_gate_exps.weight' (or 'blk.%d.ffn_gate_up_exps.weight')",
+                 hp.arch_name, l, l);
+            st_model_desc_free(d);
+            return NULL;
+        }
         uint64_t slice = 0;
-        for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
-            slice += L->t[r]->nbytes / (uint64_t)hp.n_expert;
+        for (int r = 0; r < ST_T_ROLE_COUNT; r++)
+            if (st_tensor_role_is_expert((st_tensor_role)r) && L->t[r])
+                slice += L->t[r]->nbytes / (uint64_t)hp.n_expert;
         if (slice > d->bytes_expert_slice) d->bytes_expert_slice = slice;
     }
     return d;

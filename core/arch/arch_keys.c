@@ -30,44 +30,61 @@ typedef struct key_rule {
     key_policy policy;
     key_neutral neutral;
     const char *what;   /* what the key means, for messages */
+    int family;         /* 0: every family; else st_arch_id + 1: that family only */
 } key_rule;
+
+#define DS2 (ST_ARCH_DEEPSEEK2 + 1)
 
 /* Keys llama.cpp's loader reads for every family Strata implements. */
 static const key_rule k_rules[] = {
-    {"context_length", KEY_USED, 0, "training context"},
-    {"embedding_length", KEY_USED, 0, "model width"},
-    {"block_count", KEY_USED, 0, "layers"},
-    {"feed_forward_length", KEY_USED, 0, "FFN width"},
-    {"attention.head_count", KEY_USED, 0, "heads"},
-    {"attention.head_count_kv", KEY_USED, 0, "KV heads"},
-    {"attention.key_length", KEY_USED, 0, "head dimension"},
-    {"attention.value_length", KEY_USED, 0, "value head dimension"},
-    {"attention.layer_norm_rms_epsilon", KEY_USED, 0, "RMS norm epsilon"},
-    {"rope.dimension_count", KEY_USED, 0, "rotated dimensions"},
-    {"rope.freq_base", KEY_USED, 0, "rope base"},
-    {"rope.scaling.type", KEY_USED, 0, "rope scaling"},
-    {"rope.scaling.factor", KEY_USED, 0, "rope scaling factor"},
-    {"rope.scale_linear", KEY_USED, 0, "rope scaling factor (old name)"},
-    {"rope.scaling.original_context_length", KEY_USED, 0, "YaRN original context"},
-    {"rope.scaling.attn_factor", KEY_USED, 0, "rope magnitude factor"},
-    {"expert_count", KEY_USED, 0, "experts"},
-    {"expert_used_count", KEY_USED, 0, "experts per token"},
-    {"expert_feed_forward_length", KEY_USED, 0, "expert FFN width"},
-    {"expert_shared_feed_forward_length", KEY_USED, 0, "shared expert FFN width"},
-    {"vocab_size", KEY_USED, 0, "vocabulary size"},
-    {"nextn_predict_layers", KEY_NEUTRAL, NEUTRAL_ZERO, "multi-token-prediction layers at the end"},
-    {"expert_group_count", KEY_NEUTRAL, NEUTRAL_LE_ONE, "group-limited expert routing"},
-    {"attention.causal", KEY_NEUTRAL, NEUTRAL_TRUE, "causal attention"},
-    {"embedding_length_out", KEY_NEUTRAL, NEUTRAL_ZERO_OR_EMBD, "output width"},
-    {"expert_group_used_count", KEY_NO_MATH, 0, "used only with expert_group_count > 1"},
-    {"rope.scaling.alpha", KEY_NO_MATH, 0, "used by no family Strata implements"},
-    {"rope.scaling.finetuned", KEY_NO_MATH, 0, "informational"},
-    {"pooling_type", KEY_NO_MATH, 0, "affects embeddings output only, not logits"},
+    {"context_length", KEY_USED, 0, "training context", 0},
+    {"embedding_length", KEY_USED, 0, "model width", 0},
+    {"block_count", KEY_USED, 0, "layers", 0},
+    {"feed_forward_length", KEY_USED, 0, "FFN width", 0},
+    {"attention.head_count", KEY_USED, 0, "heads", 0},
+    {"attention.head_count_kv", KEY_USED, 0, "KV heads", 0},
+    {"attention.key_length", KEY_USED, 0, "head dimension", 0},
+    {"attention.value_length", KEY_USED, 0, "value head dimension", 0},
+    {"attention.layer_norm_rms_epsilon", KEY_USED, 0, "RMS norm epsilon", 0},
+    {"rope.dimension_count", KEY_USED, 0, "rotated dimensions", 0},
+    {"rope.freq_base", KEY_USED, 0, "rope base", 0},
+    {"rope.scaling.type", KEY_USED, 0, "rope scaling", 0},
+    {"rope.scaling.factor", KEY_USED, 0, "rope scaling factor", 0},
+    {"rope.scale_linear", KEY_USED, 0, "rope scaling factor (old name)", 0},
+    {"rope.scaling.original_context_length", KEY_USED, 0, "YaRN original context", 0},
+    {"rope.scaling.attn_factor", KEY_USED, 0, "rope magnitude factor", 0},
+    {"expert_count", KEY_USED, 0, "experts", 0},
+    {"expert_used_count", KEY_USED, 0, "experts per token", 0},
+    {"expert_feed_forward_length", KEY_USED, 0, "expert FFN width", 0},
+    {"expert_shared_feed_forward_length", KEY_USED, 0, "shared expert FFN width", 0},
+    {"vocab_size", KEY_USED, 0, "vocabulary size", 0},
+    {"nextn_predict_layers", KEY_NEUTRAL, NEUTRAL_ZERO, "multi-token-prediction layers at the end", 0},
+    {"expert_group_count", KEY_NEUTRAL, NEUTRAL_LE_ONE, "group-limited expert routing", 0},
+    {"attention.causal", KEY_NEUTRAL, NEUTRAL_TRUE, "causal attention", 0},
+    {"embedding_length_out", KEY_NEUTRAL, NEUTRAL_ZERO_OR_EMBD, "output width", 0},
+    {"expert_group_used_count", KEY_NO_MATH, 0, "used only with expert_group_count > 1", 0},
+    {"rope.scaling.alpha", KEY_NO_MATH, 0, "used by no family Strata implements", 0},
+    {"rope.scaling.finetuned", KEY_NO_MATH, 0, "informational", 0},
+    {"pooling_type", KEY_NO_MATH, 0, "affects embeddings output only, not logits", 0},
+    /* deepseek2 */
+    {"leading_dense_block_count", KEY_USED, 0, "leading dense layers", DS2},
+    {"attention.q_lora_rank", KEY_USED, 0, "Q rank", DS2},
+    {"attention.kv_lora_rank", KEY_USED, 0, "KV latent rank", DS2},
+    {"attention.key_length_mla", KEY_USED, 0, "MLA key head size", DS2},
+    {"attention.value_length_mla", KEY_USED, 0, "MLA value head size", DS2},
+    {"expert_shared_count", KEY_USED, 0, "shared experts", DS2},
+    {"expert_weights_scale", KEY_USED, 0, "expert weight scale", DS2},
+    {"expert_weights_norm", KEY_USED, 0, "expert weight renormalization", DS2},
+    {"expert_gating_func", KEY_USED, 0, "expert gating", DS2},
+    {"rope.scaling.yarn_log_multiplier", KEY_USED, 0, "YaRN attention magnitude", DS2},
+    {"attention.temperature_scale", KEY_NEUTRAL, NEUTRAL_ZERO, "attention temperature tuning", DS2},
+    {"attention.temperature_length", KEY_NO_MATH, 0, "used only with attention.temperature_scale", DS2},
 };
 
-static const key_rule *find_rule(const char *suffix) {
+static const key_rule *find_rule(const char *suffix, int arch) {
     for (size_t i = 0; i < sizeof k_rules / sizeof k_rules[0]; i++)
-        if (!strcmp(k_rules[i].suffix, suffix)) return &k_rules[i];
+        if (!strcmp(k_rules[i].suffix, suffix) && (!k_rules[i].family || k_rules[i].family == arch + 1))
+            return &k_rules[i];
     return NULL;
 }
 
@@ -121,7 +138,7 @@ int st_arch_audit_keys(const st_gguf *g, const st_hparams *hp, st_audit *a) {
             if (st_audit_add(a, ST_AUDIT_NOT_READ, key, "not in the '%s.' namespace: not read", an)) return -1;
             continue;
         }
-        const key_rule *r = find_rule(key + alen + 1);
+        const key_rule *r = find_rule(key + alen + 1, hp->arch);
         if (!r) {
             if (st_audit_add(a, ST_AUDIT_NOT_READ, key, "not read by %s (nor by the reference implementation "
                              "of %s): no effect", an, an))

@@ -9,6 +9,7 @@ static const char *const k_arch_names[ST_ARCH_COUNT] = {
     [ST_ARCH_LLAMA] = "llama",       [ST_ARCH_QWEN2] = "qwen2",
     [ST_ARCH_QWEN3] = "qwen3",       [ST_ARCH_QWEN2MOE] = "qwen2moe",
     [ST_ARCH_QWEN3MOE] = "qwen3moe", [ST_ARCH_OLMOE] = "olmoe",
+    [ST_ARCH_DEEPSEEK2] = "deepseek2",
 };
 
 static const char *const k_role_names[ST_T_ROLE_COUNT] = {
@@ -50,6 +51,15 @@ static const char *const k_role_names[ST_T_ROLE_COUNT] = {
     [ST_T_FFN_GATE_EXPS_SCALE] = "ffn_gate_exps.scale",
     [ST_T_FFN_UP_EXPS_SCALE] = "ffn_up_exps.scale",
     [ST_T_FFN_DOWN_EXPS_SCALE] = "ffn_down_exps.scale",
+    [ST_T_ATTN_Q_A] = "attn_q_a.weight",
+    [ST_T_ATTN_Q_A_NORM] = "attn_q_a_norm.weight",
+    [ST_T_ATTN_Q_B] = "attn_q_b.weight",
+    [ST_T_ATTN_KV_A_MQA] = "attn_kv_a_mqa.weight",
+    [ST_T_ATTN_KV_A_NORM] = "attn_kv_a_norm.weight",
+    [ST_T_ATTN_K_B] = "attn_k_b.weight",
+    [ST_T_ATTN_V_B] = "attn_v_b.weight",
+    [ST_T_FFN_EXP_PROBS_B] = "exp_probs_b.bias",
+    [ST_T_FFN_GATE_UP_EXPS] = "ffn_gate_up_exps.weight",
 };
 
 /* Which optional tensors each family's forward reads (facts of llama.cpp's implementation:
@@ -70,6 +80,7 @@ static const family_uses k_uses[ST_ARCH_COUNT] = {
     [ST_ARCH_QWEN2MOE] = {1, 1, 0, 0, 0},
     [ST_ARCH_QWEN3MOE] = {1, 1, 0, 1, 0},
     [ST_ARCH_OLMOE] = {0, 0, 0, 0, 0},
+    [ST_ARCH_DEEPSEEK2] = {0, 0, 0, 0, 0},
 };
 
 int st_arch_from_name(const char *name) {
@@ -88,13 +99,15 @@ const char *st_tensor_role_name(st_tensor_role role) {
 }
 
 int st_tensor_role_is_expert(st_tensor_role role) {
-    return role == ST_T_FFN_GATE_EXPS || role == ST_T_FFN_UP_EXPS || role == ST_T_FFN_DOWN_EXPS;
+    return role == ST_T_FFN_GATE_EXPS || role == ST_T_FFN_UP_EXPS || role == ST_T_FFN_DOWN_EXPS ||
+           role == ST_T_FFN_GATE_UP_EXPS;
 }
 
 int st_tensor_role_is_vector(st_tensor_role r) {
     switch (r) {
     case ST_T_OUTPUT_NORM: case ST_T_ATTN_NORM: case ST_T_FFN_NORM: case ST_T_ATTN_Q_NORM:
     case ST_T_ATTN_K_NORM: case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
+    case ST_T_ATTN_Q_A_NORM: case ST_T_ATTN_KV_A_NORM: case ST_T_FFN_EXP_PROBS_B:
         return 1;
     default: return r >= ST_T_ATTN_Q_SCALE && r <= ST_T_FFN_DOWN_EXPS_SCALE;
     }
@@ -120,12 +133,12 @@ int st_tensor_role_scale_of(st_tensor_role r) {
 }
 
 int st_arch_is_moe_family(int a) {
-    return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE;
+    return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE || a == ST_ARCH_DEEPSEEK2;
 }
 
 void st_arch_apply_family_rules(st_hparams *hp) {
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", st_arch_name(hp->arch));
-    hp->rope_mode = hp->arch == ST_ARCH_LLAMA ? ST_ROPE_NORMAL : ST_ROPE_NEOX;
+    hp->rope_mode = (hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_DEEPSEEK2) ? ST_ROPE_NORMAL : ST_ROPE_NEOX;
     switch (hp->arch) {
     case ST_ARCH_QWEN3:
     case ST_ARCH_QWEN3MOE: hp->qk_norm = ST_QK_NORM_HEAD; break;
@@ -133,14 +146,25 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     default: hp->qk_norm = ST_QK_NORM_NONE; break;
     }
     hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
-    hp->expert_gating = ST_ROUTER_SOFTMAX;
-    /* Mixtral (llama MoE) and qwen3moe renormalize the top-k weights; qwen2moe and olmoe
-     * keep the softmax probabilities (norm_topk_prob false in their configs). */
-    hp->expert_weights_norm = hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_QWEN3MOE;
+    if (hp->arch != ST_ARCH_DEEPSEEK2) { /* deepseek2 reads its gating from the file */
+        hp->expert_gating = ST_ROUTER_SOFTMAX;
+        /* Mixtral (llama MoE) and qwen3moe renormalize the top-k weights; qwen2moe and olmoe
+         * keep the softmax probabilities (norm_topk_prob false in their configs). */
+        hp->expert_weights_norm = hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_QWEN3MOE;
+    }
     if (hp->expert_weights_scale == 0.0f) hp->expert_weights_scale = 1.0f;
-    if (hp->arch != ST_ARCH_QWEN2MOE) hp->n_ff_shexp = 0;
+    if (hp->arch != ST_ARCH_QWEN2MOE && hp->arch != ST_ARCH_DEEPSEEK2) hp->n_ff_shexp = 0;
     if (hp->n_expert == 0) hp->n_expert_used = 0;
-    hp->attn_scale = hp->head_dim > 0 ? 1.0f / sqrtf((float)hp->head_dim) : 1.0f;
+    if (hp->arch != ST_ARCH_DEEPSEEK2) {
+        hp->n_dense_lead = 0;
+        hp->n_lora_q = hp->n_lora_kv = hp->mla_k = hp->mla_v = 0;
+    } else {
+        hp->n_head_kv = 1; /* one latent row per token, shared by every head */
+        hp->head_dim = hp->head_dim_v = hp->n_lora_kv + hp->n_rot;
+    }
+    /* MLA scores Q and K of mla_k dimensions (before absorption) */
+    const int32_t dk = hp->n_lora_kv > 0 ? hp->mla_k : hp->head_dim;
+    hp->attn_scale = dk > 0 ? 1.0f / sqrtf((float)dk) : 1.0f;
 }
 
 typedef struct spec_sink {
@@ -223,6 +247,27 @@ static void add_attention(spec_sink *s, const st_hparams *hp, const family_uses 
     }
 }
 
+/* Multi-head latent attention of layer l (deepseek2). */
+static void add_attention_mla(spec_sink *s, const st_hparams *hp, int l) {
+    const int64_t E = hp->n_embd, H = hp->n_head, R = hp->n_rot, Lkv = hp->n_lora_kv;
+    const int64_t Dq = hp->mla_k, nope = hp->mla_k - hp->n_rot;
+    add(s, ST_T_ATTN_NORM, l, 1, 1, E, 1, 1);
+    if (hp->n_lora_q > 0) {
+        add(s, ST_T_ATTN_Q_A, l, 1, 2, E, hp->n_lora_q, 1);
+        add(s, ST_T_ATTN_Q_A_NORM, l, 1, 1, hp->n_lora_q, 1, 1);
+        add(s, ST_T_ATTN_Q_B, l, 1, 2, hp->n_lora_q, H * Dq, 1);
+    } else {
+        add(s, ST_T_ATTN_Q, l, 1, 2, E, H * Dq, 1);
+        add_scales(s, ST_T_ATTN_Q, l, 0, 0);
+    }
+    add(s, ST_T_ATTN_KV_A_MQA, l, 1, 2, E, Lkv + R, 1);
+    add(s, ST_T_ATTN_KV_A_NORM, l, 1, 1, Lkv, 1, 1);
+    add(s, ST_T_ATTN_K_B, l, 1, 3, nope, Lkv, H);
+    add(s, ST_T_ATTN_V_B, l, 1, 3, Lkv, hp->mla_v, H);
+    add(s, ST_T_ATTN_OUT, l, 1, 2, H * hp->mla_v, E, 1);
+    add_scales(s, ST_T_ATTN_OUT, l, 1, 0);
+}
+
 int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap) {
     spec_sink s = {out, cap, 0, 0, NULL};
     const int64_t E = hp->n_embd, V = hp->n_vocab, X = hp->n_expert;
@@ -232,9 +277,10 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
     add(&s, ST_T_OUTPUT_NORM, -1, 1, 1, E, 1, 1);
     if (!hp->tied_output) add(&s, ST_T_OUTPUT, -1, 0, 2, E, V, 1);
     for (int l = 0; l < hp->n_layer; l++) {
-        add_attention(&s, hp, u, l);
+        if (hp->n_lora_kv > 0) add_attention_mla(&s, hp, l);
+        else add_attention(&s, hp, u, l);
         add(&s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
-        if (X == 0) {
+        if (X == 0 || l < hp->n_dense_lead) {
             add(&s, ST_T_FFN_GATE, l, 1, 2, E, hp->n_ff, 1);
             add(&s, ST_T_FFN_UP, l, 1, 2, E, hp->n_ff, 1);
             add(&s, ST_T_FFN_DOWN, l, 1, 2, hp->n_ff, E, 1);
@@ -242,13 +288,19 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
             continue;
         }
         add(&s, ST_T_FFN_GATE_INP, l, 1, 2, E, X, 1);
-        add(&s, ST_T_FFN_GATE_EXPS, l, 1, 3, E, hp->n_ff_exp, X);
-        add(&s, ST_T_FFN_UP_EXPS, l, 1, 3, E, hp->n_ff_exp, X);
+        const int merged_ok = hp->arch == ST_ARCH_DEEPSEEK2; /* separate or merged gate/up */
+        if (merged_ok) {
+            add(&s, ST_T_FFN_EXP_PROBS_B, l, 0, 1, X, 1, 1);
+            add(&s, ST_T_FFN_GATE_UP_EXPS, l, 0, 3, E, 2 * hp->n_ff_exp, X);
+        }
+        add(&s, ST_T_FFN_GATE_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
+        add(&s, ST_T_FFN_UP_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
         add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, X);
         for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
             add_scales(&s, (st_tensor_role)r, l, u->exps_scale, X);
         if (hp->n_ff_shexp > 0) {
-            add(&s, ST_T_FFN_GATE_INP_SHEXP, l, 1, 1, E, 1, 1);
+            /* qwen2moe gates its shared expert; deepseek2 adds it ungated */
+            if (hp->arch == ST_ARCH_QWEN2MOE) add(&s, ST_T_FFN_GATE_INP_SHEXP, l, 1, 1, E, 1, 1);
             add(&s, ST_T_FFN_GATE_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
             add(&s, ST_T_FFN_UP_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
             add(&s, ST_T_FFN_DOWN_SHEXP, l, 1, 2, hp->n_ff_shexp, E, 1);

@@ -196,8 +196,10 @@ static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char
  * experts add to tmp), else nothing (*accumulate stays 0). 0 or -1 with err. */
 static int shared_expert_into_tmp(st_model *m, const st_layer_w *L, int64_t n, int *accumulate,
                                   const char *layer_txt, char *err, size_t errlen) {
-    if (!L->t[ST_T_FFN_GATE_INP_SHEXP].data) return 0;
+    if (!L->t[ST_T_FFN_GATE_SHEXP].data) return 0;
     *accumulate = 1;
+    if (!L->t[ST_T_FFN_GATE_INP_SHEXP].data) /* ungated (deepseek2) */
+        return ffn_dense(m, L, ST_T_FFN_GATE_SHEXP, m->w.cur, m->w.tmp, n, layer_txt, err, errlen);
     return shared_expert(m, L, n, layer_txt, err, errlen);
 }
 
@@ -295,6 +297,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     r.k = (int32_t)k;
     r.normalize = hp->expert_weights_norm;
     r.weight_scale = hp->expert_weights_scale;
+    r.bias = L->t[ST_T_FFN_EXP_PROBS_B].data; /* [n_expert] selection bias, or NULL */
     r.ids = w->rids;
     r.weights = w->rw;
     RUN(router, r, "router");
@@ -411,6 +414,8 @@ static int attention_fused(st_model *m, int il, int64_t n, const char *layer_txt
     return project(m, L, ST_T_ATTN_OUT, w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
 
+static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);
+
 static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     const st_layer_w *L = &m->layers[il];
@@ -419,6 +424,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
     int32_t *d_pos = w->inp + N, *d_cell = w->inp + 4 * N;
 
+    if (hp->n_lora_kv > 0) return attention_mla(m, il, n, layer_txt, err, errlen);
     const int plain_qkv = !L->t[ST_T_ATTN_Q_BIAS].data && !L->t[ST_T_ATTN_K_BIAS].data &&
                           !L->t[ST_T_ATTN_V_BIAS].data && L->scale[ST_T_ATTN_Q] == 1.0f &&
                           L->scale[ST_T_ATTN_K] == 1.0f && L->scale[ST_T_ATTN_V] == 1.0f;
@@ -457,6 +463,99 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
 
     st_attention_args at = attention_args(m, il, w->q, w->att, n);
     RUN(attention, at, "attention");
+    return project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
+}
+
+/* An F32 view [ne2][ne1][ne0] of rows `row` floats apart and planes `plane` floats apart. */
+static st_tensor strided(float *p, int64_t ne0, int64_t ne1, int64_t ne2, int64_t row, int64_t plane) {
+    st_tensor t = f32_3(p, ne0, ne1, ne2);
+    t.nb[1] = row * 4;
+    t.nb[2] = plane * 4;
+    t.nb[3] = t.nb[2] * ne2;
+    return t;
+}
+
+/* The latent c = [rmsnorm(latent) (Lkv) | rope(k_rope) (R)] in place in k ([n][Lkv + R]). */
+static int mla_latent(st_model *m, const st_layer_w *L, int64_t n, const char *layer_txt, char *err,
+                      size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const int64_t D = hp->head_dim, Lkv = hp->n_lora_kv, R = hp->n_rot;
+    st_rms_norm_args a;
+    memset(&a, 0, sizeof a);
+    a.eps = m->hp.rms_eps;
+    a.x = strided(m->w.k, Lkv, n, 1, D, D * n); /* [n][Lkv] of rows D apart */
+    a.out = a.x;
+    a.weight = L->t[ST_T_ATTN_KV_A_NORM];
+    RUN(rms_norm, a, "attn_kv_a_norm");
+    st_rope_args r;
+    rope_params(hp, m->w.inp + m->p.n_batch, &r);
+    r.x = strided(m->w.k + Lkv, R, 1, n, D, D); /* [n][1][R] */
+    r.out = r.x;
+    RUN(rope, r, "rope k");
+    return 0;
+}
+
+/* Per-head matmul out[t][h] = W[h] . x[t][h] over the n*H (token, head) rows, as a grouped
+ * matmul whose "experts" are the heads. x rows are xs floats apart, out rows os apart. */
+static int per_head(st_model *m, const st_tensor *w, float *x, int64_t xs, float *out, int64_t os, int64_t n,
+                    const char *layer_txt, const char *what, char *err, size_t errlen) {
+    const int64_t nh = n * m->hp.n_head;
+    st_moe_matmul_args g;
+    memset(&g, 0, sizeof g);
+    g.n_assign = (int32_t)nh;
+    g.w = *w;                                     /* [H][M][K] */
+    g.x = strided(x, w->ne[0], nh, 1, xs, xs * nh);  /* [n*H][K] */
+    g.out = strided(out, w->ne[1], nh, 1, os, os * nh); /* [n*H][M] */
+    g.slot_table = m->w.hslots;
+    g.expert = m->w.hid;
+    g.x_row = m->w.hrow;
+    RUN(moe_matmul, g, what);
+    return 0;
+}
+
+/* Multi-head latent attention (deepseek2) with K absorbed into Q; per token:
+ *   q    = W_qb rmsnorm(W_qa x)   [H][Dq], Dq = nope + R   (or W_q x)
+ *   c    = [rmsnorm(latent) | rope(k_rope)] from W_kva x   [Lkv + R]: the cached row
+ *   q'_h = [W_kb[h] . q_nope_h | rope(q_rope_h)]           [Lkv + R]
+ *   o_h  = sum_j softmax_j(scale q'_h . c_j) c_j[:Lkv]      (V = the latent)
+ *   out  = W_o [W_vb[h] . o_h]_h
+ * att holds q_a then q'; q holds q then the attention output; k holds c. */
+static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t H = hp->n_head, D = hp->head_dim, R = hp->n_rot, Lkv = hp->n_lora_kv;
+    const int64_t Dq = hp->mla_k, nope = Dq - R;
+    if (hp->n_lora_q > 0) {
+        if (matmul(m, &L->t[ST_T_ATTN_Q_A], w->cur, w->att, n, layer_txt, "attn_q_a", err, errlen)) return -1;
+        if (norm(m, w->att, NULL, &L->t[ST_T_ATTN_Q_A_NORM], w->att, n, hp->n_lora_q, layer_txt, err, errlen))
+            return -1; /* [n][Lq] */
+        if (matmul(m, &L->t[ST_T_ATTN_Q_B], w->att, w->q, n, layer_txt, "attn_q_b", err, errlen)) return -1;
+    } else if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) {
+        return -1; /* q: [n][H][Dq] */
+    }
+    if (matmul(m, &L->t[ST_T_ATTN_KV_A_MQA], w->cur, w->k, n, layer_txt, "attn_kv_a_mqa", err, errlen)) return -1;
+    if (mla_latent(m, L, n, layer_txt, err, errlen)) return -1; /* k: [n][1][D] */
+    /* q' = [W_kb q_nope | rope(q_rope)]: [n][H][D] in att */
+    if (per_head(m, &L->t[ST_T_ATTN_K_B], w->q, Dq, w->att, D, n, layer_txt, "attn_k_b", err, errlen)) return -1;
+    st_rope_args r;
+    rope_params(hp, w->inp + m->p.n_batch, &r);
+    r.x = strided(w->q + nope, R, H, n, Dq, H * Dq);
+    r.out = strided(w->att + Lkv, R, H, n, D, H * D);
+    RUN(rope, r, "rope q");
+    st_kv_write_args kw;
+    memset(&kw, 0, sizeof kw);
+    kw.k = f32_3(w->k, D, 1, n);
+    kw.v = kw.k; /* the V cache holds the same latent rows (attention reads V = c) */
+    kw.k_cache = st_kv_k(m->kv, il);
+    kw.v_cache = st_kv_v(m->kv, il);
+    kw.cells = w->inp + 4 * m->p.n_batch;
+    RUN(kv_write, kw, "kv");
+    st_attention_args at = attention_args(m, il, w->att, w->q, n); /* o: [n][H][D] in q */
+    RUN(attention, at, "attention");
+    /* W_vb o_h over the first Lkv values of each head's output: [n][H*mla_v] in att */
+    if (per_head(m, &L->t[ST_T_ATTN_V_B], w->q, D, w->att, hp->mla_v, n, layer_txt, "attn_v_b", err, errlen))
+        return -1;
     return project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
 

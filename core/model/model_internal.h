@@ -52,6 +52,10 @@ typedef struct st_work {
     float *eu;         /* [n*k][n_ff_exp] */
     float *ed;         /* [n*k][E] */
     float *sg;         /* [n] shared-expert gate logits */
+    /* multi-head latent attention: per-head matrices run as a grouped matmul over heads */
+    int32_t *hid;      /* [n*H] a % H: the head of row a */
+    int32_t *hrow;     /* [n*H] identity rows */
+    int32_t *hslots;   /* [H] identity slot table */
     /* output */
     float *sel;        /* [n_out][E] selected rows */
     float *logits;     /* [n_out][n_vocab] */
