@@ -97,3 +97,31 @@ foreach(arch qwen3moe olmoe qwen2moe llama-moe qwen3)
     set_tests_properties(vs_llama.${arch}.saver_extras.${type} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
   endforeach()
 endforeach()
+
+# deepseek2 (multi-head latent attention, leading dense layer, shared expert): the V3 shape
+# (low-rank Q, sigmoid gating with exp_probs_b, renormalized and scaled weights) in every
+# format, the V2-Lite shape (plain Q, softmax gating) and merged gate/up experts in F32.
+set(_ds_dims --embd 256 --expert-ff 256 --shared-expert-ff 256 --heads 4 --router-skew 1 --ff 512)
+foreach(case F32 F16 Q8_0 Q4_K lite merged)
+  set(_type ${case})
+  set(_extra "")
+  if(case STREQUAL "lite")
+    set(_type F32)
+    set(_extra --gating softmax --q-lora 0)
+  elseif(case STREQUAL "merged")
+    set(_type F32)
+    set(_extra --merged-gate-up)
+  endif()
+  if(_type STREQUAL "F32")
+    set(_lim 1e-5)
+  elseif(_type STREQUAL "F16")
+    set(_lim 5e-3)
+  else()
+    set(_lim 5e-2)
+  endif()
+  add_test(NAME vs_llama.deepseek2.${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                   $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/deepseek2-${case}
+                   deepseek2 ${_type} ${_lim} ${_ds_dims} ${_extra})
+  set_tests_properties(vs_llama.deepseek2.${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+endforeach()

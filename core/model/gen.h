@@ -35,6 +35,7 @@ typedef struct st_gen_params {
     const char *vocab_from; /* GGUF whose tokenizer.* keys are copied, or NULL (built-in) */
     int32_t vocab_size;     /* built-in vocabulary padded to this many tokens (0 = natural) */
     int progress;           /* nonzero: a progress line on stderr */
+    int merged_gate_up;     /* deepseek2: experts' gate and up as one ffn_gate_up_exps tensor */
     int saver_extras;       /* nonzero: also what llama.cpp's model saver writes for every family:
                                Q/K/V biases, every weight's ".scale" (values near 1) and
                                ".input_scale", and hparam keys at values these families ignore or
