@@ -12,6 +12,9 @@
  *   deepseek2 multi-head latent attention (MLA: low-rank Q, a compressed latent KV with a
  *            decoupled rope part, cached as one [kv_lora + n_rot] row per token), leading dense
  *            layers, routed + shared experts, softmax or sigmoid gating with a selection bias
+ *   glm4moe  partial NeoX rope, Q/K/V biases, optional per-head Q/K norm, leading dense layers,
+ *            ungated shared expert, sigmoid gating with a selection bias; the NextN (MTP)
+ *            layers after the trunk are accepted and left unused
  * Conventions (facts of the GGUF converters): llama's Q/K weights are stored permuted for
  * the normal (adjacent pairs) rope; every other family here uses the NeoX (halves) rope. */
 #ifndef STRATA_ARCH_H
@@ -35,7 +38,8 @@ typedef enum st_arch_id {
     ST_ARCH_QWEN3MOE = 4,
     ST_ARCH_OLMOE = 5,
     ST_ARCH_DEEPSEEK2 = 6,
-    ST_ARCH_COUNT = 7
+    ST_ARCH_GLM4MOE = 7,
+    ST_ARCH_COUNT = 8
 } st_arch_id;
 
 /* How Q and K are normalized before rope. */
@@ -146,6 +150,8 @@ typedef struct st_hparams {
     float expert_weights_scale;   /* factor on the final weights (1 = none) */
     int32_t tied_output;    /* output.weight absent: token_embd is the output matrix */
     int32_t n_dense_lead;   /* <arch>.leading_dense_block_count: first layers with a dense FFN */
+    int32_t n_nextn;        /* <arch>.nextn_predict_layers: MTP layers after the n_layer trunk
+                               layers (block_count = n_layer + n_nextn); loaded-unused */
     /* multi-head latent attention (all 0 otherwise). head_dim is then the cached row,
      * n_lora_kv + n_rot, n_head_kv is 1 and attention runs over the latent (V = its first
      * n_lora_kv values), the output projected per head by attn_v_b. */

@@ -53,25 +53,18 @@ static int key_f32(const st_gguf *g, const char *arch, const char *suffix, int r
 
 static const char *k_supported = "llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2";
 
-/* deepseek2: MLA ranks and head sizes, leading dense layers, shared experts and the gating
- * the file names (after the generic keys; st_arch_apply_family_rules derives the rest). */
-static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
+/* deepseek2 and glm4moe: leading dense layers, shared experts and the gating the file names
+ * (0 or absent: `def`), weight renormalization and scale. */
+static int read_moe_extras(const st_gguf *g, const char *a, st_hparams *hp, int def, char *err, size_t errlen) {
     int32_t n_shared = 0, func = 0;
     if (key_i32(g, a, "leading_dense_block_count", 0, 0, &hp->n_dense_lead, err, errlen)) return -1;
-    if (key_i32(g, a, "attention.q_lora_rank", 0, 0, &hp->n_lora_q, err, errlen)) return -1;
-    if (key_i32(g, a, "attention.kv_lora_rank", 1, 0, &hp->n_lora_kv, err, errlen)) return -1;
-    if (key_i32(g, a, "attention.key_length_mla", 1, 0, &hp->mla_k, err, errlen)) return -1;
-    if (key_i32(g, a, "attention.value_length_mla", 1, 0, &hp->mla_v, err, errlen)) return -1;
     if (key_i32(g, a, "expert_shared_count", 1, 0, &n_shared, err, errlen)) return -1;
     if (key_i32(g, a, "expert_gating_func", 0, 0, &func, err, errlen)) return -1;
-    if (hp->n_lora_kv <= 0 || hp->mla_k <= hp->n_rot || hp->mla_v <= 0 || hp->n_lora_q < 0)
-        return fail(err, errlen, "%s: kv_lora_rank %d, key_length_mla %d (must exceed rope dims %d), "
-                    "value_length_mla %d: not a latent-attention layout Strata implements", a, hp->n_lora_kv,
-                    hp->mla_k, hp->n_rot, hp->mla_v);
     if (hp->n_dense_lead < 0 || hp->n_dense_lead > hp->n_layer)
         return fail(err, errlen, "%s: leading_dense_block_count %d out of range", a, hp->n_dense_lead);
+    if (func == 0) func = def;
     if (func == 2) hp->expert_gating = ST_ROUTER_SIGMOID;
-    else if (func == 0 || func == 1) hp->expert_gating = ST_ROUTER_SOFTMAX;
+    else if (func == 1) hp->expert_gating = ST_ROUTER_SOFTMAX;
     else return fail(err, errlen, "%s: expert_gating_func %d is not supported (softmax, sigmoid)", a, func);
     bool norm = false;
     char key[128];
@@ -80,7 +73,23 @@ static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char 
         return fail(err, errlen, "%s: metadata key '%s' must be a bool", a, key);
     hp->expert_weights_norm = norm;
     if (key_f32(g, a, "expert_weights_scale", 0, 0.0f, &hp->expert_weights_scale, err, errlen)) return -1;
+    if (n_shared < 0) return fail(err, errlen, "%s: expert_shared_count %d", a, n_shared);
     hp->n_ff_shexp = hp->n_ff_exp * n_shared;
+    return 0;
+}
+
+/* deepseek2: MLA ranks and head sizes (after the generic keys; st_arch_apply_family_rules
+ * derives the rest). */
+static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
+    if (read_moe_extras(g, a, hp, 1, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.q_lora_rank", 0, 0, &hp->n_lora_q, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.kv_lora_rank", 1, 0, &hp->n_lora_kv, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.key_length_mla", 1, 0, &hp->mla_k, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.value_length_mla", 1, 0, &hp->mla_v, err, errlen)) return -1;
+    if (hp->n_lora_kv <= 0 || hp->mla_k <= hp->n_rot || hp->mla_v <= 0 || hp->n_lora_q < 0)
+        return fail(err, errlen, "%s: kv_lora_rank %d, key_length_mla %d (must exceed rope dims %d), "
+                    "value_length_mla %d: not a latent-attention layout Strata implements", a, hp->n_lora_kv,
+                    hp->mla_k, hp->n_rot, hp->mla_v);
     return 0;
 }
 
@@ -124,6 +133,12 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
     if (key_i32(g, a, "attention.head_count_kv", 0, hp->n_head, &hp->n_head_kv, err, errlen)) return -1;
     if (hp->n_layer <= 0 || hp->n_layer > 4096)
         return fail(err, errlen, "%s: %s.block_count = %d is out of range", a, a, hp->n_layer);
+    if (hp->arch == ST_ARCH_GLM4MOE) { /* the NextN layers follow the trunk: not run */
+        if (key_i32(g, a, "nextn_predict_layers", 0, 0, &hp->n_nextn, err, errlen)) return -1;
+        if (hp->n_nextn < 0 || hp->n_nextn >= hp->n_layer)
+            return fail(err, errlen, "%s: nextn_predict_layers %d with block_count %d", a, hp->n_nextn, hp->n_layer);
+        hp->n_layer -= hp->n_nextn;
+    }
     if (hp->n_embd <= 0) return fail(err, errlen, "%s: %s.embedding_length must be > 0", a, a);
     if (hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
         return fail(err, errlen, "%s: head_count %d / head_count_kv %d is not a valid grouping", a,
@@ -203,6 +218,7 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
      * by the reference either, so a file's values there do not change the math (the audit
      * lists them). */
     if (hp->arch == ST_ARCH_DEEPSEEK2 && read_deepseek2(g, a, hp, err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GLM4MOE && read_moe_extras(g, a, hp, 2, err, errlen)) return -1;
     st_arch_apply_family_rules(hp);
     if (hp->arch == ST_ARCH_DEEPSEEK2 && deepseek2_scales(g, a, hp, err, errlen)) return -1;
     (void)v;
@@ -305,6 +321,15 @@ static int match_tensors(const st_gguf *g, const st_hparams *hp, st_model_desc *
     }
     for (int64_t i = 0; !rc && i < nt; i++) {
         if (seen[i]) continue;
+        const char *name = st_gguf_tensor_at(g, i)->name;
+        int layer = -1;
+        if (hp->n_nextn > 0 && sscanf(name, "blk.%d.", &layer) == 1 && layer >= hp->n_layer &&
+            layer < hp->n_layer + hp->n_nextn) {
+            if (st_audit_add(au, ST_AUDIT_UNUSED, name, "NextN (multi-token prediction) layer: loaded-unused until "
+                             "speculative decoding uses it"))
+                rc = fail(err, errlen, "out of memory");
+            continue;
+        }
         if (st_audit_add(au, ST_AUDIT_REFUSED, st_gguf_tensor_at(g, i)->name, "not part of the %s layout "
                          "Strata implements: refused rather than ignored", a))
             rc = fail(err, errlen, "out of memory");
@@ -334,6 +359,19 @@ static void refusal(const st_hparams *hp, const st_audit *au, char *err, size_t 
              "does not use", hp->arch_name, it->name, it->why, more);
         return;
     }
+}
+
+/* glm4moe's per-head Q/K norms are optional: every layer has both or none. */
+static int glm4moe_qk_norm(st_model_desc *d, char *err, size_t errlen) {
+    const int have = d->layers[0].t[ST_T_ATTN_Q_NORM] != NULL;
+    for (int l = 0; l < d->hp.n_layer; l++) {
+        const st_layer_desc *L = &d->layers[l];
+        if ((L->t[ST_T_ATTN_Q_NORM] != NULL) != have || (L->t[ST_T_ATTN_K_NORM] != NULL) != have)
+            return fail(err, errlen, "%s: layer %d: attn_q_norm/attn_k_norm present in some layers only",
+                        d->hp.arch_name, l);
+    }
+    d->hp.qk_norm = have ? ST_QK_NORM_HEAD : ST_QK_NORM_NONE;
+    return 0;
 }
 
 st_model_desc *st_arch_describe(const st_gguf *g, char *err, size_t errlen) {
@@ -366,6 +404,10 @@ st_model_desc *st_arch_describe(const st_gguf *g, char *err, size_t errlen) {
     }
     if (!d->output) d->output = d->token_embd;
     d->hp.tied_output = d->output == d->token_embd;
+    if (hp.arch == ST_ARCH_GLM4MOE && glm4moe_qk_norm(d, err, errlen)) {
+        st_model_desc_free(d);
+        return NULL;
+    }
     for (int l = 0; l < hp.n_layer; l++) {
         st_layer_desc *L = &d->layers[l];
         L->is_moe = hp.n_expert > 0 && l >= hp.n_dense_lead;

@@ -34,6 +34,7 @@ typedef struct key_rule {
 } key_rule;
 
 #define DS2 (ST_ARCH_DEEPSEEK2 + 1)
+#define GLM (ST_ARCH_GLM4MOE + 1)
 
 /* Keys llama.cpp's loader reads for every family Strata implements. */
 static const key_rule k_rules[] = {
@@ -79,13 +80,25 @@ static const key_rule k_rules[] = {
     {"rope.scaling.yarn_log_multiplier", KEY_USED, 0, "YaRN attention magnitude", DS2},
     {"attention.temperature_scale", KEY_NEUTRAL, NEUTRAL_ZERO, "attention temperature tuning", DS2},
     {"attention.temperature_length", KEY_NO_MATH, 0, "used only with attention.temperature_scale", DS2},
+    /* glm4moe */
+    {"leading_dense_block_count", KEY_USED, 0, "leading dense layers", GLM},
+    {"expert_shared_count", KEY_USED, 0, "shared experts", GLM},
+    {"expert_weights_scale", KEY_USED, 0, "expert weight scale", GLM},
+    {"expert_weights_norm", KEY_USED, 0, "expert weight renormalization", GLM},
+    {"expert_gating_func", KEY_USED, 0, "expert gating", GLM},
+    {"nextn_predict_layers", KEY_USED, 0, "NextN layers (loaded-unused)", GLM},
+    {"rope.dimension_sections", KEY_NO_MATH, 0, "multi-section rope: for text tokens the plain rope", GLM},
 };
 
+/* The family's own rule for a key before the rule of every family. */
 static const key_rule *find_rule(const char *suffix, int arch) {
-    for (size_t i = 0; i < sizeof k_rules / sizeof k_rules[0]; i++)
-        if (!strcmp(k_rules[i].suffix, suffix) && (!k_rules[i].family || k_rules[i].family == arch + 1))
-            return &k_rules[i];
-    return NULL;
+    const key_rule *generic = NULL;
+    for (size_t i = 0; i < sizeof k_rules / sizeof k_rules[0]; i++) {
+        if (strcmp(k_rules[i].suffix, suffix)) continue;
+        if (k_rules[i].family == arch + 1) return &k_rules[i];
+        if (!k_rules[i].family) generic = &k_rules[i];
+    }
+    return generic;
 }
 
 /* Numeric value of a scalar (bools as 0/1); 0 for strings. */

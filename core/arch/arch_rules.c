@@ -9,7 +9,7 @@ static const char *const k_arch_names[ST_ARCH_COUNT] = {
     [ST_ARCH_LLAMA] = "llama",       [ST_ARCH_QWEN2] = "qwen2",
     [ST_ARCH_QWEN3] = "qwen3",       [ST_ARCH_QWEN2MOE] = "qwen2moe",
     [ST_ARCH_QWEN3MOE] = "qwen3moe", [ST_ARCH_OLMOE] = "olmoe",
-    [ST_ARCH_DEEPSEEK2] = "deepseek2",
+    [ST_ARCH_DEEPSEEK2] = "deepseek2", [ST_ARCH_GLM4MOE] = "glm4moe",
 };
 
 static const char *const k_role_names[ST_T_ROLE_COUNT] = {
@@ -81,6 +81,7 @@ static const family_uses k_uses[ST_ARCH_COUNT] = {
     [ST_ARCH_QWEN3MOE] = {1, 1, 0, 1, 0},
     [ST_ARCH_OLMOE] = {0, 0, 0, 0, 0},
     [ST_ARCH_DEEPSEEK2] = {0, 0, 0, 0, 0},
+    [ST_ARCH_GLM4MOE] = {1, 1, 0, 0, 0},
 };
 
 int st_arch_from_name(const char *name) {
@@ -133,7 +134,8 @@ int st_tensor_role_scale_of(st_tensor_role r) {
 }
 
 int st_arch_is_moe_family(int a) {
-    return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE || a == ST_ARCH_DEEPSEEK2;
+    return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE || a == ST_ARCH_DEEPSEEK2 ||
+           a == ST_ARCH_GLM4MOE;
 }
 
 void st_arch_apply_family_rules(st_hparams *hp) {
@@ -143,20 +145,23 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     case ST_ARCH_QWEN3:
     case ST_ARCH_QWEN3MOE: hp->qk_norm = ST_QK_NORM_HEAD; break;
     case ST_ARCH_OLMOE: hp->qk_norm = ST_QK_NORM_FULL; break;
+    case ST_ARCH_GLM4MOE: break; /* per-head when the file has the norms (st_arch_describe) */
     default: hp->qk_norm = ST_QK_NORM_NONE; break;
     }
     hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
-    if (hp->arch != ST_ARCH_DEEPSEEK2) { /* deepseek2 reads its gating from the file */
+    const int own_gating = hp->arch == ST_ARCH_DEEPSEEK2 || hp->arch == ST_ARCH_GLM4MOE;
+    if (!own_gating) { /* deepseek2 and glm4moe read their gating from the file */
         hp->expert_gating = ST_ROUTER_SOFTMAX;
         /* Mixtral (llama MoE) and qwen3moe renormalize the top-k weights; qwen2moe and olmoe
          * keep the softmax probabilities (norm_topk_prob false in their configs). */
         hp->expert_weights_norm = hp->arch == ST_ARCH_LLAMA || hp->arch == ST_ARCH_QWEN3MOE;
     }
     if (hp->expert_weights_scale == 0.0f) hp->expert_weights_scale = 1.0f;
-    if (hp->arch != ST_ARCH_QWEN2MOE && hp->arch != ST_ARCH_DEEPSEEK2) hp->n_ff_shexp = 0;
+    if (hp->arch != ST_ARCH_QWEN2MOE && !own_gating) hp->n_ff_shexp = 0;
+    if (!own_gating) hp->n_dense_lead = 0;
+    if (hp->arch != ST_ARCH_GLM4MOE) hp->n_nextn = 0;
     if (hp->n_expert == 0) hp->n_expert_used = 0;
     if (hp->arch != ST_ARCH_DEEPSEEK2) {
-        hp->n_dense_lead = 0;
         hp->n_lora_q = hp->n_lora_kv = hp->mla_k = hp->mla_v = 0;
     } else {
         hp->n_head_kv = 1; /* one latent row per token, shared by every head */
@@ -238,7 +243,10 @@ static void add_attention(spec_sink *s, const st_hparams *hp, const family_uses 
     add_scales(s, ST_T_ATTN_K, l, u->qkv_scale, 0);
     add_scales(s, ST_T_ATTN_V, l, u->qkv_scale, 0);
     add_scales(s, ST_T_ATTN_OUT, l, 1, 0);
-    if (hp->qk_norm == ST_QK_NORM_HEAD) {
+    if (hp->arch == ST_ARCH_GLM4MOE) { /* optional (GLM-4.5 has them, Air not) */
+        add(s, ST_T_ATTN_Q_NORM, l, 0, 1, hp->head_dim, 1, 1);
+        add(s, ST_T_ATTN_K_NORM, l, 0, 1, hp->head_dim, 1, 1);
+    } else if (hp->qk_norm == ST_QK_NORM_HEAD) {
         add(s, ST_T_ATTN_Q_NORM, l, 1, 1, hp->head_dim, 1, 1);
         add(s, ST_T_ATTN_K_NORM, l, 1, 1, hp->head_dim, 1, 1);
     } else if (hp->qk_norm == ST_QK_NORM_FULL) {
@@ -279,6 +287,7 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
     for (int l = 0; l < hp->n_layer; l++) {
         if (hp->n_lora_kv > 0) add_attention_mla(&s, hp, l);
         else add_attention(&s, hp, u, l);
+        if (hp->arch == ST_ARCH_GLM4MOE) s.name = "post_attention_norm.weight"; /* its FFN norm */
         add(&s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
         if (X == 0 || l < hp->n_dense_lead) {
             add(&s, ST_T_FFN_GATE, l, 1, 2, E, hp->n_ff, 1);
@@ -293,13 +302,14 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
             add(&s, ST_T_FFN_EXP_PROBS_B, l, 0, 1, X, 1, 1);
             add(&s, ST_T_FFN_GATE_UP_EXPS, l, 0, 3, E, 2 * hp->n_ff_exp, X);
         }
+        if (hp->arch == ST_ARCH_GLM4MOE) add(&s, ST_T_FFN_EXP_PROBS_B, l, 1, 1, X, 1, 1);
         add(&s, ST_T_FFN_GATE_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
         add(&s, ST_T_FFN_UP_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
         add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, X);
         for (int r = ST_T_FFN_GATE_EXPS; r <= ST_T_FFN_DOWN_EXPS; r++)
             add_scales(&s, (st_tensor_role)r, l, u->exps_scale, X);
         if (hp->n_ff_shexp > 0) {
-            /* qwen2moe gates its shared expert; deepseek2 adds it ungated */
+            /* qwen2moe gates its shared expert; deepseek2 and glm4moe add it ungated */
             if (hp->arch == ST_ARCH_QWEN2MOE) add(&s, ST_T_FFN_GATE_INP_SHEXP, l, 1, 1, E, 1, 1);
             add(&s, ST_T_FFN_GATE_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
             add(&s, ST_T_FFN_UP_SHEXP, l, 1, 2, E, hp->n_ff_shexp, 1);
