@@ -125,3 +125,29 @@ foreach(case F32 F16 Q8_0 Q4_K lite merged)
                    deepseek2 ${_type} ${_lim} ${_ds_dims} ${_extra})
   set_tests_properties(vs_llama.deepseek2.${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
 endforeach()
+
+# glm4moe in the shape of GLM-4.5 (half of each head rotated, Q/K/V biases, per-head Q/K norm,
+# leading dense layer, shared expert, sigmoid gating with exp_probs_b, one NextN layer the
+# forward leaves unused) in every format, and the Air shape (no Q/K norm, no NextN) in F32.
+set(_glm_dims --embd 256 --expert-ff 256 --shared-expert-ff 256 --heads 4 --kv-heads 2 --head-dim 64
+              --router-skew 1 --ff 512)
+foreach(case F32 F16 Q8_0 Q4_K air)
+  set(_type ${case})
+  set(_extra "")
+  if(case STREQUAL "air")
+    set(_type F32)
+    set(_extra --no-qk-norm --nextn 0)
+  endif()
+  if(_type STREQUAL "F32")
+    set(_lim 1e-5)
+  elseif(_type STREQUAL "F16")
+    set(_lim 5e-3)
+  else()
+    set(_lim 5e-2)
+  endif()
+  add_test(NAME vs_llama.glm4moe.${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                   $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/glm4moe-${case}
+                   glm4moe ${_type} ${_lim} ${_glm_dims} ${_extra})
+  set_tests_properties(vs_llama.glm4moe.${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+endforeach()

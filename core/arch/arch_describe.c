@@ -312,8 +312,10 @@ static int match_tensors(const st_gguf *g, const st_hparams *hp, st_model_desc *
         seen[ti] = 1;
         if ((rc = check_spec(a, s, t, err, errlen))) break;
         if (s->unused) {
-            if (st_audit_add(au, ST_AUDIT_UNUSED, s->name, "loaded but never used by %s's forward (as in the "
-                             "reference): ignored", a))
+            const int nextn = s->layer >= hp->n_layer;
+            if (st_audit_add(au, ST_AUDIT_UNUSED, s->name, "%s", nextn ? "NextN (multi-token prediction) layer: "
+                             "loaded-unused until speculative decoding uses it" : "loaded but never used by the "
+                             "family's forward (as in the reference): ignored"))
                 rc = fail(err, errlen, "out of memory");
         } else if (d) {
             keep(d, s, t);

@@ -148,7 +148,8 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     case ST_ARCH_GLM4MOE: break; /* per-head when the file has the norms (st_arch_describe) */
     default: hp->qk_norm = ST_QK_NORM_NONE; break;
     }
-    hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
+    if (hp->arch != ST_ARCH_GLM4MOE) /* glm4moe: optional, set from the file (or the generator) */
+        hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
     const int own_gating = hp->arch == ST_ARCH_DEEPSEEK2 || hp->arch == ST_ARCH_GLM4MOE;
     if (!own_gating) { /* deepseek2 and glm4moe read their gating from the file */
         hp->expert_gating = ST_ROUTER_SOFTMAX;
@@ -176,6 +177,7 @@ typedef struct spec_sink {
     st_tensor_spec *out;
     int64_t cap, n;
     int unused;       /* the next add() is loaded-unused */
+    int all_unused;   /* every add() is (a NextN layer) */
     const char *name; /* the next add()'s name suffix instead of the role's */
 } spec_sink;
 
@@ -189,10 +191,10 @@ static void add(spec_sink *s, st_tensor_role role, int layer, int required, int 
             snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, suffix);
         else
             snprintf(t->name, sizeof t->name, "%s", suffix);
-        t->unused = s->unused;
+        t->unused = s->unused || s->all_unused;
         t->role = role;
         t->layer = layer;
-        t->required = required;
+        t->required = s->all_unused ? 0 : required; /* a file may carry its NextN layers or not */
         t->n_dims = n_dims;
         t->ne[0] = ne0;
         t->ne[1] = n_dims > 1 ? ne1 : 1;
@@ -276,15 +278,31 @@ static void add_attention_mla(spec_sink *s, const st_hparams *hp, int l) {
     add_scales(s, ST_T_ATTN_OUT, l, 1, 0);
 }
 
+/* The NextN block's own tensors (glm4moe): the projection of [embedding | hidden] and its
+ * norms; the optional head norm (the other optional ones are whole-vocabulary copies). */
+static void add_nextn(spec_sink *s, const st_hparams *hp, int l) {
+    const int64_t E = hp->n_embd;
+    s->name = "nextn.eh_proj.weight";
+    add(s, ST_T_FFN_NORM, l, 1, 2, 2 * E, E, 1);
+    s->name = "nextn.enorm.weight";
+    add(s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
+    s->name = "nextn.hnorm.weight";
+    add(s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
+    s->name = "nextn.shared_head_norm.weight";
+    add(s, ST_T_FFN_NORM, l, 0, 1, E, 1, 1);
+}
+
 int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t cap) {
-    spec_sink s = {out, cap, 0, 0, NULL};
+    spec_sink s = {out, cap, 0, 0, 0, NULL};
     const int64_t E = hp->n_embd, V = hp->n_vocab, X = hp->n_expert;
     const family_uses *u = &k_uses[hp->arch];
 
     add(&s, ST_T_TOKEN_EMBD, -1, 1, 2, E, V, 1);
     add(&s, ST_T_OUTPUT_NORM, -1, 1, 1, E, 1, 1);
     if (!hp->tied_output) add(&s, ST_T_OUTPUT, -1, 0, 2, E, V, 1);
-    for (int l = 0; l < hp->n_layer; l++) {
+    for (int l = 0; l < hp->n_layer + hp->n_nextn; l++) {
+        s.all_unused = l >= hp->n_layer; /* a NextN layer: its block and its own tensors */
+        if (s.all_unused) add_nextn(&s, hp, l);
         if (hp->n_lora_kv > 0) add_attention_mla(&s, hp, l);
         else add_attention(&s, hp, u, l);
         if (hp->arch == ST_ARCH_GLM4MOE) s.name = "post_attention_norm.weight"; /* its FFN norm */

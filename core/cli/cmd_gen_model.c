@@ -12,7 +12,8 @@
 static void help(FILE *f) {
     fprintf(f,
             "usage: strata gen-model --out F.gguf [--arch A] [--preset P] [options]\n"
-            "  --arch A              llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2 (default llama)\n"
+            "  --arch A              llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2,\n"
+            "                        glm4moe (default llama)\n"
             "  --preset P            %s (default demo: a few MB)\n"
             "  --layers N --embd N --ff N --heads N --kv-heads N --head-dim N\n"
             "  --experts N --experts-used N --expert-ff N --shared-expert-ff N\n"
@@ -34,6 +35,7 @@ static void help(FILE *f) {
             "  deepseek2: --q-lora N (0: one attn_q matrix) --dense-lead N --gating softmax|sigmoid\n"
             "                        (sigmoid adds the exp_probs_b selection bias, renormalizes and\n"
             "                        scales by 2.5; softmax does neither) --merged-gate-up\n"
+            "  glm4moe: --nextn N (NextN layers after the trunk, default 1) --no-qk-norm\n"
             "  --saver-extras        also write what llama.cpp's model saver writes for every family:\n"
             "                        Q/K/V biases, every weight's .scale and .input_scale, and keys\n"
             "                        at values the family ignores or holds neutral\n",
@@ -101,6 +103,7 @@ int st_cmd_gen_model(int argc, char **argv) {
         IOPT("--vocab-size", 0, 1 << 24, p.vocab_size)
         IOPT("--q-lora", 0, 1 << 16, p.hp.n_lora_q)
         IOPT("--dense-lead", 0, 4096, p.hp.n_dense_lead)
+        IOPT("--nextn", 0, 16, p.hp.n_nextn)
 #undef IOPT
         if ((r = st_cli_opt(argc, argv, &i, "--head-dim", NULL, &v))) {
             if (r < 0 || st_cli_int("gen-model", "--head-dim", v, 2, 1 << 16, &n)) return 2;
@@ -145,6 +148,8 @@ int st_cmd_gen_model(int argc, char **argv) {
         } else if ((r = st_cli_opt(argc, argv, &i, "--rope-base", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--rope-base", v, &x) || x <= 0) return 2;
             p.hp.rope_freq_base = (float)x;
+        } else if (!strcmp(argv[i], "--no-qk-norm")) {
+            p.hp.qk_norm = ST_QK_NORM_NONE;
         } else if (!strcmp(argv[i], "--merged-gate-up")) {
             p.merged_gate_up = 1;
         } else if ((r = st_cli_opt(argc, argv, &i, "--gating", NULL, &v))) {
@@ -185,7 +190,8 @@ int st_cmd_gen_model(int argc, char **argv) {
     } else {
         if (shape_given && !head_dim_given && p.hp.n_head > 0)
             p.hp.head_dim = p.hp.n_embd / p.hp.n_head; /* follow --embd/--heads */
-        p.hp.n_rot = p.hp.head_dim;
+        /* glm4moe rotates half of each head (partial rope) */
+        p.hp.n_rot = p.hp.arch == ST_ARCH_GLM4MOE ? p.hp.head_dim / 2 : p.hp.head_dim;
     }
     if (p.hp.n_head_kv > p.hp.n_head) p.hp.n_head_kv = p.hp.n_head;
     p.progress = 1;

@@ -56,6 +56,21 @@ static void mla(st_gen_params *p, int tiny) {
     h->expert_weights_scale = 2.5f;
 }
 
+/* glm4moe in the shape of GLM-4.5: half the head dimensions rotated, Q/K/V biases, per-head
+ * Q/K norms, one leading dense layer, one shared expert, sigmoid gating with a selection bias,
+ * renormalized weights scaled by 2.5, one NextN layer after the trunk. */
+static void glm(st_gen_params *p) {
+    st_hparams *h = &p->hp;
+    h->has_qkv_bias = 1;
+    h->qk_norm = ST_QK_NORM_HEAD;
+    h->n_dense_lead = 1;
+    h->n_nextn = 1;
+    h->n_ff_shexp = h->n_ff_exp;
+    h->expert_gating = ST_ROUTER_SIGMOID;
+    h->expert_weights_norm = 1;
+    h->expert_weights_scale = 2.5f;
+}
+
 const char *st_gen_preset_names(void) { return "tiny, demo, dense-500m, bench-moe-1.5g, qwen3-30b-a3b"; }
 
 int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
@@ -77,6 +92,7 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
         if (moe) experts(p, tiny ? 8 : 16, tiny ? 2 : 4, tiny ? 32 : 128,
                          p->hp.arch == ST_ARCH_QWEN2MOE ? (tiny ? 64 : 256) : 0);
         if (p->hp.arch == ST_ARCH_DEEPSEEK2) mla(p, tiny);
+        if (p->hp.arch == ST_ARCH_GLM4MOE) glm(p);
         return 0;
     }
     if (!strcmp(name, "dense-500m")) {
@@ -269,7 +285,17 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
         U32("expert_count", h->n_expert);
         U32("expert_used_count", h->n_expert_used);
         U32("expert_feed_forward_length", h->n_ff_exp);
-        if (h->n_ff_shexp > 0 && h->arch != ST_ARCH_DEEPSEEK2) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
+        if (h->n_ff_shexp > 0 && h->arch == ST_ARCH_QWEN2MOE) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
+    }
+    if (h->arch == ST_ARCH_GLM4MOE) {
+        U32("block_count", h->n_layer + h->n_nextn); /* replaces the trunk count: the file holds the NextN layers too */
+        U32("nextn_predict_layers", h->n_nextn);
+        U32("leading_dense_block_count", h->n_dense_lead);
+        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
+        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
+        F32("expert_weights_scale", h->expert_weights_scale);
+        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
+        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
     }
     if (h->arch == ST_ARCH_DEEPSEEK2) {
         U32("attention.head_count_kv", 1);
@@ -391,8 +417,12 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
         const int gu = s->role == ST_T_FFN_GATE_UP_EXPS, sep = s->role == ST_T_FFN_GATE_EXPS || s->role == ST_T_FFN_UP_EXPS;
         if (h->arch == ST_ARCH_DEEPSEEK2 && (gu || sep)) { /* one of the two layouts */
             if (gu != (p.merged_gate_up != 0)) continue;
-        } else if (s->role == ST_T_FFN_EXP_PROBS_B) {
+        } else if (s->role == ST_T_FFN_EXP_PROBS_B && h->arch == ST_ARCH_DEEPSEEK2) {
             if (h->expert_gating != ST_ROUTER_SIGMOID) continue;
+        } else if (h->arch == ST_ARCH_GLM4MOE && (s->role == ST_T_ATTN_Q_NORM || s->role == ST_T_ATTN_K_NORM)) {
+            if (h->qk_norm != ST_QK_NORM_HEAD) continue;
+        } else if (s->layer >= h->n_layer && !is_scale(s->role)) {
+            /* a NextN layer (every spec optional): its whole block */
         } else if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias) && !p.saver_extras) {
             continue;
         }
