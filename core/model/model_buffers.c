@@ -67,6 +67,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     kp.type = m->p.kv_type;
     kp.n_seq = m->p.n_seq;
     kp.n_ctx = m->p.n_ctx;
+    kp.k_only = hp->n_lora_kv > 0; /* MLA: the cache holds the latent rows only */
     st_model_consumer(m, "kv");
     m->kv = st_kv_create(m->api, m->dev, m->stream, &kp, err, errlen);
     if (!m->kv) return -1;

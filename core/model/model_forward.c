@@ -546,7 +546,7 @@ static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, 
     st_kv_write_args kw;
     memset(&kw, 0, sizeof kw);
     kw.k = f32_3(w->k, D, 1, n);
-    kw.v = kw.k; /* the V cache holds the same latent rows (attention reads V = c) */
+    kw.v = kw.k; /* the V cache is the K cache (k_only): attention reads V = c */
     kw.k_cache = st_kv_k(m->kv, il);
     kw.v_cache = st_kv_v(m->kv, il);
     kw.cells = w->inp + 4 * m->p.n_batch;

@@ -49,7 +49,8 @@ uint64_t st_plan_kv_bytes(const st_hparams *hp, uint32_t kv_type, int32_t n_laye
     const int64_t cells = ((int64_t)n_ctx + page - 1) / page * page * n_seq;
     const uint64_t row = (uint64_t)st_row_size(kv_type, hp->head_dim) * (uint64_t)hp->n_head_kv;
     const uint64_t layer = st_plan_round(row * (uint64_t)cells);
-    return 2u * (uint64_t)n_layers * layer + st_plan_round((uint64_t)n_seq * (uint64_t)n_ctx * 4u);
+    const uint64_t caches = hp->n_lora_kv > 0 ? 1u : 2u; /* MLA: one latent cache, V is part of it */
+    return caches * (uint64_t)n_layers * layer + st_plan_round((uint64_t)n_seq * (uint64_t)n_ctx * 4u);
 }
 
 uint64_t st_plan_expert_index_bytes(const st_hparams *hp, int64_t n_tok) {
