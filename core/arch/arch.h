@@ -15,6 +15,9 @@
  *   glm4moe  partial NeoX rope, Q/K/V biases, optional per-head Q/K norm, leading dense layers,
  *            ungated shared expert, sigmoid gating with a selection bias; the NextN (MTP)
  *            layers after the trunk are accepted and left unused
+ *   gpt-oss  attention with per-head sinks, sliding-window layers alternating with full ones,
+ *            biases on Q/K/V/output, the router and the experts, the clamped SwiGLU
+ *            (SWIGLU_OAI), softmax over the chosen experts' logits
  * Conventions (facts of the GGUF converters): llama's Q/K weights are stored permuted for
  * the normal (adjacent pairs) rope; every other family here uses the NeoX (halves) rope. */
 #ifndef STRATA_ARCH_H
@@ -39,7 +42,8 @@ typedef enum st_arch_id {
     ST_ARCH_OLMOE = 5,
     ST_ARCH_DEEPSEEK2 = 6,
     ST_ARCH_GLM4MOE = 7,
-    ST_ARCH_COUNT = 8
+    ST_ARCH_GPTOSS = 8,
+    ST_ARCH_COUNT = 9
 } st_arch_id;
 
 /* How Q and K are normalized before rope. */
@@ -108,6 +112,13 @@ typedef enum st_tensor_role {
     ST_T_FFN_EXP_PROBS_B, /* [n_expert] expert selection bias */
     ST_T_FFN_GATE_UP_EXPS, /* [n_expert][2*n_ff_exp][n_embd]: gate rows then up rows, in place of
                               ffn_gate_exps + ffn_up_exps (deepseek2 files may hold either) */
+    /* gpt-oss */
+    ST_T_ATTN_OUT_BIAS,  /* [n_embd] */
+    ST_T_ATTN_SINKS,     /* [n_head] per-head sink logits */
+    ST_T_FFN_GATE_INP_BIAS,  /* [n_expert] router bias */
+    ST_T_FFN_GATE_EXPS_BIAS, /* [n_expert][n_ff_exp] */
+    ST_T_FFN_UP_EXPS_BIAS,   /* [n_expert][n_ff_exp] */
+    ST_T_FFN_DOWN_EXPS_BIAS, /* [n_expert][n_embd] */
     ST_T_ROLE_COUNT
 } st_tensor_role;
 
@@ -159,6 +170,11 @@ typedef struct st_hparams {
     int32_t n_lora_kv;      /* <arch>.attention.kv_lora_rank */
     int32_t mla_k;          /* <arch>.attention.key_length_mla: per-head Q/K (nope + n_rot) */
     int32_t mla_v;          /* <arch>.attention.value_length_mla: per-head V */
+    /* sliding-window attention (gpt-oss; 0 otherwise): layer l attends to the last n_swa
+     * positions when l % swa_period < swa_period - 1, with rope base rope_freq_base_swa */
+    int32_t n_swa;          /* <arch>.attention.sliding_window */
+    int32_t swa_period;     /* <arch>.attention.sliding_window_pattern (default 2) */
+    float rope_freq_base_swa; /* <arch>.rope.freq_base_swa (default rope_freq_base) */
 } st_hparams;
 
 /* Expected tensor of a family for given hparams (what must or may be in the file). */
@@ -200,6 +216,8 @@ typedef struct st_model_desc {
 int st_arch_from_name(const char *name);
 /* Name of a family id ("llama", ...); "?" when out of range. Static storage. */
 const char *st_arch_name(int arch);
+/* Nonzero when layer il uses sliding-window attention. */
+int st_hparams_is_swa(const st_hparams *hp, int il);
 /* Nonzero for families that are always MoE (qwen2moe, qwen3moe, olmoe). */
 int st_arch_is_moe_family(int arch);
 /* GGUF suffix of a role ("attn_q.weight", "token_embd.weight", ...). Static storage. */

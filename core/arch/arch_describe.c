@@ -78,6 +78,16 @@ static int read_moe_extras(const st_gguf *g, const char *a, st_hparams *hp, int 
     return 0;
 }
 
+/* gpt-oss: the sliding window, which layers use it, and their rope base. */
+static int read_gptoss(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
+    if (key_i32(g, a, "attention.sliding_window", 1, 0, &hp->n_swa, err, errlen)) return -1;
+    if (key_i32(g, a, "attention.sliding_window_pattern", 0, 2, &hp->swa_period, err, errlen)) return -1;
+    if (key_f32(g, a, "rope.freq_base_swa", 0, hp->rope_freq_base, &hp->rope_freq_base_swa, err, errlen)) return -1;
+    if (hp->n_swa <= 0 || hp->swa_period < 1)
+        return fail(err, errlen, "%s: sliding_window %d / sliding_window_pattern %d", a, hp->n_swa, hp->swa_period);
+    return 0;
+}
+
 /* deepseek2: MLA ranks and head sizes (after the generic keys; st_arch_apply_family_rules
  * derives the rest). */
 static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char *err, size_t errlen) {
@@ -219,6 +229,7 @@ int st_arch_read_hparams(const st_gguf *g, st_hparams *hp, char *err, size_t err
      * lists them). */
     if (hp->arch == ST_ARCH_DEEPSEEK2 && read_deepseek2(g, a, hp, err, errlen)) return -1;
     if (hp->arch == ST_ARCH_GLM4MOE && read_moe_extras(g, a, hp, 2, err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GPTOSS && read_gptoss(g, a, hp, err, errlen)) return -1;
     st_arch_apply_family_rules(hp);
     if (hp->arch == ST_ARCH_DEEPSEEK2 && deepseek2_scales(g, a, hp, err, errlen)) return -1;
     (void)v;

@@ -35,6 +35,7 @@ typedef struct key_rule {
 
 #define DS2 (ST_ARCH_DEEPSEEK2 + 1)
 #define GLM (ST_ARCH_GLM4MOE + 1)
+#define OSS (ST_ARCH_GPTOSS + 1)
 
 /* Keys llama.cpp's loader reads for every family Strata implements. */
 static const key_rule k_rules[] = {
@@ -88,6 +89,10 @@ static const key_rule k_rules[] = {
     {"expert_gating_func", KEY_USED, 0, "expert gating", GLM},
     {"nextn_predict_layers", KEY_USED, 0, "NextN layers (loaded-unused)", GLM},
     {"rope.dimension_sections", KEY_NO_MATH, 0, "multi-section rope: for text tokens the plain rope", GLM},
+    /* gpt-oss */
+    {"attention.sliding_window", KEY_USED, 0, "sliding window", OSS},
+    {"attention.sliding_window_pattern", KEY_USED, 0, "sliding-window layer period", OSS},
+    {"rope.freq_base_swa", KEY_USED, 0, "rope base of the sliding-window layers", OSS},
 };
 
 /* The family's own rule for a key before the rule of every family. */

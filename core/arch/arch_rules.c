@@ -10,6 +10,7 @@ static const char *const k_arch_names[ST_ARCH_COUNT] = {
     [ST_ARCH_QWEN3] = "qwen3",       [ST_ARCH_QWEN2MOE] = "qwen2moe",
     [ST_ARCH_QWEN3MOE] = "qwen3moe", [ST_ARCH_OLMOE] = "olmoe",
     [ST_ARCH_DEEPSEEK2] = "deepseek2", [ST_ARCH_GLM4MOE] = "glm4moe",
+    [ST_ARCH_GPTOSS] = "gpt-oss",
 };
 
 static const char *const k_role_names[ST_T_ROLE_COUNT] = {
@@ -60,6 +61,12 @@ static const char *const k_role_names[ST_T_ROLE_COUNT] = {
     [ST_T_ATTN_V_B] = "attn_v_b.weight",
     [ST_T_FFN_EXP_PROBS_B] = "exp_probs_b.bias",
     [ST_T_FFN_GATE_UP_EXPS] = "ffn_gate_up_exps.weight",
+    [ST_T_ATTN_OUT_BIAS] = "attn_output.bias",
+    [ST_T_ATTN_SINKS] = "attn_sinks.weight",
+    [ST_T_FFN_GATE_INP_BIAS] = "ffn_gate_inp.bias",
+    [ST_T_FFN_GATE_EXPS_BIAS] = "ffn_gate_exps.bias",
+    [ST_T_FFN_UP_EXPS_BIAS] = "ffn_up_exps.bias",
+    [ST_T_FFN_DOWN_EXPS_BIAS] = "ffn_down_exps.bias",
 };
 
 /* Which optional tensors each family's forward reads (facts of llama.cpp's implementation:
@@ -82,6 +89,7 @@ static const family_uses k_uses[ST_ARCH_COUNT] = {
     [ST_ARCH_OLMOE] = {0, 0, 0, 0, 0},
     [ST_ARCH_DEEPSEEK2] = {0, 0, 0, 0, 0},
     [ST_ARCH_GLM4MOE] = {1, 1, 0, 0, 0},
+    [ST_ARCH_GPTOSS] = {1, 1, 0, 0, 0},
 };
 
 int st_arch_from_name(const char *name) {
@@ -109,6 +117,8 @@ int st_tensor_role_is_vector(st_tensor_role r) {
     case ST_T_OUTPUT_NORM: case ST_T_ATTN_NORM: case ST_T_FFN_NORM: case ST_T_ATTN_Q_NORM:
     case ST_T_ATTN_K_NORM: case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
     case ST_T_ATTN_Q_A_NORM: case ST_T_ATTN_KV_A_NORM: case ST_T_FFN_EXP_PROBS_B:
+    case ST_T_ATTN_OUT_BIAS: case ST_T_ATTN_SINKS: case ST_T_FFN_GATE_INP_BIAS: case ST_T_FFN_GATE_EXPS_BIAS:
+    case ST_T_FFN_UP_EXPS_BIAS: case ST_T_FFN_DOWN_EXPS_BIAS:
         return 1;
     default: return r >= ST_T_ATTN_Q_SCALE && r <= ST_T_FFN_DOWN_EXPS_SCALE;
     }
@@ -133,9 +143,13 @@ int st_tensor_role_scale_of(st_tensor_role r) {
     }
 }
 
+int st_hparams_is_swa(const st_hparams *hp, int il) {
+    return hp->n_swa > 0 && hp->swa_period > 0 && il % hp->swa_period < hp->swa_period - 1;
+}
+
 int st_arch_is_moe_family(int a) {
     return a == ST_ARCH_QWEN2MOE || a == ST_ARCH_QWEN3MOE || a == ST_ARCH_OLMOE || a == ST_ARCH_DEEPSEEK2 ||
-           a == ST_ARCH_GLM4MOE;
+           a == ST_ARCH_GLM4MOE || a == ST_ARCH_GPTOSS;
 }
 
 void st_arch_apply_family_rules(st_hparams *hp) {
@@ -148,7 +162,7 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     case ST_ARCH_GLM4MOE: break; /* per-head when the file has the norms (st_arch_describe) */
     default: hp->qk_norm = ST_QK_NORM_NONE; break;
     }
-    if (hp->arch != ST_ARCH_GLM4MOE) /* glm4moe: optional, set from the file (or the generator) */
+    if (hp->arch != ST_ARCH_GLM4MOE && hp->arch != ST_ARCH_GPTOSS) /* optional: from the file (or generator) */
         hp->has_qkv_bias = hp->arch == ST_ARCH_QWEN2 || hp->arch == ST_ARCH_QWEN2MOE;
     const int own_gating = hp->arch == ST_ARCH_DEEPSEEK2 || hp->arch == ST_ARCH_GLM4MOE;
     if (!own_gating) { /* deepseek2 and glm4moe read their gating from the file */
@@ -161,6 +175,12 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     if (hp->arch != ST_ARCH_QWEN2MOE && !own_gating) hp->n_ff_shexp = 0;
     if (!own_gating) hp->n_dense_lead = 0;
     if (hp->arch != ST_ARCH_GLM4MOE) hp->n_nextn = 0;
+    if (hp->arch != ST_ARCH_GPTOSS) hp->n_swa = hp->swa_period = 0;
+    if (hp->rope_freq_base_swa <= 0.0f) hp->rope_freq_base_swa = hp->rope_freq_base;
+    if (hp->arch == ST_ARCH_GPTOSS) { /* softmax over the chosen experts' logits */
+        hp->expert_gating = ST_ROUTER_SOFTMAX;
+        hp->expert_weights_norm = 1;
+    }
     if (hp->n_expert == 0) hp->n_expert_used = 0;
     if (hp->arch != ST_ARCH_DEEPSEEK2) {
         hp->n_lora_q = hp->n_lora_kv = hp->mla_k = hp->mla_v = 0;
@@ -245,6 +265,10 @@ static void add_attention(spec_sink *s, const st_hparams *hp, const family_uses 
     add_scales(s, ST_T_ATTN_K, l, u->qkv_scale, 0);
     add_scales(s, ST_T_ATTN_V, l, u->qkv_scale, 0);
     add_scales(s, ST_T_ATTN_OUT, l, 1, 0);
+    if (hp->arch == ST_ARCH_GPTOSS) {
+        add(s, ST_T_ATTN_OUT_BIAS, l, 1, 1, E, 1, 1);
+        add(s, ST_T_ATTN_SINKS, l, 1, 1, hp->n_head, 1, 1);
+    }
     if (hp->arch == ST_ARCH_GLM4MOE) { /* optional (GLM-4.5 has them, Air not) */
         add(s, ST_T_ATTN_Q_NORM, l, 0, 1, hp->head_dim, 1, 1);
         add(s, ST_T_ATTN_K_NORM, l, 0, 1, hp->head_dim, 1, 1);
@@ -305,7 +329,7 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
         if (s.all_unused) add_nextn(&s, hp, l);
         if (hp->n_lora_kv > 0) add_attention_mla(&s, hp, l);
         else add_attention(&s, hp, u, l);
-        if (hp->arch == ST_ARCH_GLM4MOE) s.name = "post_attention_norm.weight"; /* its FFN norm */
+        if (hp->arch == ST_ARCH_GLM4MOE || hp->arch == ST_ARCH_GPTOSS) s.name = "post_attention_norm.weight";
         add(&s, ST_T_FFN_NORM, l, 1, 1, E, 1, 1);
         if (X == 0 || l < hp->n_dense_lead) {
             add(&s, ST_T_FFN_GATE, l, 1, 2, E, hp->n_ff, 1);
@@ -321,6 +345,12 @@ int64_t st_arch_tensor_specs(const st_hparams *hp, st_tensor_spec *out, int64_t 
             add(&s, ST_T_FFN_GATE_UP_EXPS, l, 0, 3, E, 2 * hp->n_ff_exp, X);
         }
         if (hp->arch == ST_ARCH_GLM4MOE) add(&s, ST_T_FFN_EXP_PROBS_B, l, 1, 1, X, 1, 1);
+        if (hp->arch == ST_ARCH_GPTOSS) {
+            add(&s, ST_T_FFN_GATE_INP_BIAS, l, 1, 1, X, 1, 1);
+            add(&s, ST_T_FFN_GATE_EXPS_BIAS, l, 1, 2, hp->n_ff_exp, X, 1);
+            add(&s, ST_T_FFN_UP_EXPS_BIAS, l, 1, 2, hp->n_ff_exp, X, 1);
+            add(&s, ST_T_FFN_DOWN_EXPS_BIAS, l, 1, 2, E, X, 1);
+        }
         add(&s, ST_T_FFN_GATE_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
         add(&s, ST_T_FFN_UP_EXPS, l, !merged_ok, 3, E, hp->n_ff_exp, X);
         add(&s, ST_T_FFN_DOWN_EXPS, l, 1, 3, hp->n_ff_exp, E, X);

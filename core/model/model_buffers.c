@@ -106,6 +106,8 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         if (buf_f32(m, &w->eg, A * Fe, "expert gate", err, errlen)) return -1;
         if (buf_f32(m, &w->eu, A * Fe, "expert up", err, errlen)) return -1;
         if (buf_f32(m, &w->ed, A * E, "expert down", err, errlen)) return -1;
+        if (hp->arch == ST_ARCH_GPTOSS && buf_f32(m, &w->eb, A * (Fe > E ? Fe : E), "expert bias rows", err, errlen))
+            return -1;
         if (hp->n_ff_shexp > 0 && hp->arch != ST_ARCH_DEEPSEEK2 && buf_f32(m, &w->sg, n, "shared expert gate", err, errlen))
             return -1;
         int32_t *h = malloc((size_t)(A > hp->n_expert ? A : hp->n_expert) * sizeof *h);

@@ -281,6 +281,28 @@ static int expert_scales(st_model *m, const st_layer_w *L, int role, int64_t A, 
     return 0;
 }
 
+/* rows[a][:] += b[rids[a]][:] for the A assignments, with the expert bias `role`
+ * ([n_expert][M]) gathered into eb; nothing when the layer has none. */
+static int expert_bias(st_model *m, const st_layer_w *L, int role, float *rows, int64_t A, const char *layer_txt,
+                       char *err, size_t errlen) {
+    const st_tensor *b = &L->t[role];
+    if (!b->data) return 0;
+    const int64_t M = b->ne[0];
+    st_get_rows_args g;
+    memset(&g, 0, sizeof g);
+    g.w = f32(b->data, M, b->ne[1]); /* [n_expert][M] */
+    g.ids = m->w.rids;               /* [A] */
+    g.out = f32(m->w.eb, M, A);      /* [A][M] */
+    RUN(get_rows, g, "expert bias");
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.a = f32(rows, M, A);
+    a.b = g.out;
+    a.out = a.a;
+    RUN(add, a, "expert bias");
+    return 0;
+}
+
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */
 static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
@@ -290,6 +312,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
 
     if (matmul(m, &L->t[ST_T_FFN_GATE_INP], w->cur, w->rlog, n, layer_txt, "ffn_gate_inp", err, errlen))
         return -1;
+    if (add_bias(m, &L->t[ST_T_FFN_GATE_INP_BIAS], w->rlog, n, layer_txt, err, errlen)) return -1; /* [n][X] */
     st_router_args r;
     memset(&r, 0, sizeof r);
     r.gating = (uint32_t)hp->expert_gating;
@@ -320,18 +343,32 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     g.out = f32(w->eu, Fe, A);
     if (expert_scales(m, L, ST_T_FFN_UP_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_up_exps");
-    st_swiglu_args s;
-    memset(&s, 0, sizeof s);
-    s.gate = f32(w->eg, Fe, A);
-    s.up = f32(w->eu, Fe, A);
-    s.out = s.gate;
-    RUN(swiglu, s, "experts");
+    if (expert_bias(m, L, ST_T_FFN_GATE_EXPS_BIAS, w->eg, A, layer_txt, err, errlen)) return -1;
+    if (expert_bias(m, L, ST_T_FFN_UP_EXPS_BIAS, w->eu, A, layer_txt, err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GPTOSS) { /* eg = clamped SwiGLU(eg, eu): [A][Fe] */
+        st_swiglu_oai_args o;
+        memset(&o, 0, sizeof o);
+        o.alpha = 1.702f; /* gpt-oss's constants (as in the reference) */
+        o.limit = 7.0f;
+        o.gate = f32(w->eg, Fe, A);
+        o.up = f32(w->eu, Fe, A);
+        o.out = o.gate;
+        RUN(swiglu_oai, o, "experts");
+    } else {
+        st_swiglu_args s;
+        memset(&s, 0, sizeof s);
+        s.gate = f32(w->eg, Fe, A);
+        s.up = f32(w->eu, Fe, A);
+        s.out = s.gate;
+        RUN(swiglu, s, "experts");
+    }
     g.w = L->t[ST_T_FFN_DOWN_EXPS];
     g.x = f32(w->eg, Fe, A);
     g.out = f32(w->ed, E, A);
     g.x_row = w->ident;
     if (expert_scales(m, L, ST_T_FFN_DOWN_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_down_exps");
+    if (expert_bias(m, L, ST_T_FFN_DOWN_EXPS_BIAS, w->ed, A, layer_txt, err, errlen)) return -1;
 
     int accumulate = 0;
     if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
@@ -445,6 +482,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     }
     st_rope_args r;
     rope_params(hp, d_pos, &r);
+    if (st_hparams_is_swa(hp, il)) r.freq_base = hp->rope_freq_base_swa;
     r.x = f32_3(w->q, D, H, n);
     r.out = r.x;
     RUN(rope, r, "rope q");
@@ -462,8 +500,19 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     RUN(kv_write, kw, "kv");
 
     st_attention_args at = attention_args(m, il, w->q, w->att, n);
-    RUN(attention, at, "attention");
-    return project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
+    if (hp->arch == ST_ARCH_GPTOSS) { /* per-head sinks; sliding window on its layers */
+        st_attention_ex_args ax;
+        memset(&ax, 0, sizeof ax);
+        ax.base = at;
+        ax.base.size = sizeof ax.base;
+        ax.window = st_hparams_is_swa(hp, il) ? hp->n_swa : 0;
+        ax.sinks = L->t[ST_T_ATTN_SINKS].data; /* [H] */
+        RUN(attention_ex, ax, "attention");
+    } else {
+        RUN(attention, at, "attention");
+    }
+    if (project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen)) return -1;
+    return add_bias(m, &L->t[ST_T_ATTN_OUT_BIAS], w->tmp, n, layer_txt, err, errlen); /* [n][E] */
 }
 
 /* An F32 view [ne2][ne1][ne0] of rows `row` floats apart and planes `plane` floats apart. */

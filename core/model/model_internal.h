@@ -51,6 +51,7 @@ typedef struct st_work {
     float *eg;         /* [n*k][n_ff_exp] */
     float *eu;         /* [n*k][n_ff_exp] */
     float *ed;         /* [n*k][E] */
+    float *eb;         /* [n*k][max(n_ff_exp, E)] expert bias rows (gpt-oss), else NULL */
     float *sg;         /* [n] shared-expert gate logits */
     /* multi-head latent attention: per-head matrices run as a grouped matmul over heads */
     int32_t *hid;      /* [n*H] a % H: the head of row a */

@@ -106,6 +106,11 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     if (need_op(m, ST_OP_KV_WRITE, m->p.kv_type, "the KV cache", err, errlen)) return -1;
     if (need_op(m, ST_OP_ATTENTION, m->p.kv_type, "attention", err, errlen)) return -1;
     if (need_op(m, ST_OP_SWIGLU, ST_TYPE_F32, "the FFN", err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GPTOSS) { /* sinks and sliding windows; the clamped SwiGLU */
+        if (need_op(m, ST_OP_ATTENTION_EX, m->p.kv_type, "gpt-oss attention (sinks, sliding window)", err, errlen))
+            return -1;
+        if (need_op(m, ST_OP_SWIGLU_OAI, ST_TYPE_F32, "gpt-oss experts (clamped SwiGLU)", err, errlen)) return -1;
+    }
     if (need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
     for (int l = 0; l < hp->n_layer; l++) {
         const st_layer_desc *L = &d->layers[l];
@@ -150,9 +155,9 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
 /* Expert offload reads expert weights through the slot cache and the CPU module, which do not
  * apply per-expert weight scales: refuse that combination rather than compute without them. */
 static int check_hybrid(const st_model *m, char *err, size_t errlen) {
-    if (m->hybrid && m->hp.arch == ST_ARCH_DEEPSEEK2) {
-        snprintf(err, errlen, "deepseek2: expert offload does not handle its layout yet (leading dense layers, "
-                 "merged gate/up experts); load with every expert resident");
+    if (m->hybrid && (m->hp.arch == ST_ARCH_DEEPSEEK2 || m->hp.arch == ST_ARCH_GPTOSS)) {
+        snprintf(err, errlen, "%s: expert offload does not handle its layout yet (leading dense layers, merged "
+                 "gate/up experts, expert biases); load with every expert resident", m->hp.arch_name);
         return -1;
     }
     for (int l = 0; m->hybrid && l < m->hp.n_layer; l++) {
@@ -169,9 +174,10 @@ static int check_hybrid(const st_model *m, char *err, size_t errlen) {
 static void find_fused(st_model *m) {
     const char *e = getenv("STRATA_NO_FUSED");
     if (e && *e && strcmp(e, "0")) return;
-    m->fused_attn = has_op(m->ops, ST_OP_ATTN_PREP) &&
+    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_ATTN_PREP) &&
                     m->api->op_supported(m->dev_index, ST_OP_ATTN_PREP, m->p.kv_type);
-    int moe = m->hp.n_expert > 0 && has_op(m->ops, ST_OP_MOE_GATE_UP) && has_op(m->ops, ST_OP_MOE_DOWN);
+    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_MOE_GATE_UP) &&
+              has_op(m->ops, ST_OP_MOE_DOWN);
     for (int l = 0; moe && l < m->hp.n_layer; l++) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;

@@ -32,6 +32,7 @@ uint64_t st_plan_work_bytes(const st_hparams *hp, int64_t n, int64_t no) {
         b += f32s(hp->n_expert);      /* one layer's slot table */
         b += 2 * f32s(A * Fe);        /* expert gate, up */
         b += f32s(A * E);             /* expert down */
+        if (hp->arch == ST_ARCH_GPTOSS) b += f32s(A * (Fe > E ? Fe : E)); /* expert bias rows */
         if (hp->n_ff_shexp > 0 && hp->arch != ST_ARCH_DEEPSEEK2) b += f32s(n); /* shared-expert gate */
     }
     if (hp->n_lora_kv > 0) b += 2 * f32s(n * hp->n_head) + f32s(hp->n_head); /* MLA head tables */
