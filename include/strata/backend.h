@@ -87,6 +87,7 @@ typedef enum st_type {
     ST_TYPE_I32 = 26,
     ST_TYPE_IQ4_XS = 23,
     ST_TYPE_BF16 = 30,
+    ST_TYPE_MXFP4 = 39, /* ABI 1.2: 32 E2M1 values and one E8M0 scale per 17-byte block (gpt-oss) */
     ST_TYPE_COUNT = 40 /* upper bound for tables indexed by type; not a type */
 } st_type;
 
