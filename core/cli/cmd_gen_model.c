@@ -13,7 +13,7 @@ static void help(FILE *f) {
     fprintf(f,
             "usage: strata gen-model --out F.gguf [--arch A] [--preset P] [options]\n"
             "  --arch A              llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2,\n"
-            "                        glm4moe (default llama)\n"
+            "                        glm4moe, gpt-oss (default llama)\n"
             "  --preset P            %s (default demo: a few MB)\n"
             "  --layers N --embd N --ff N --heads N --kv-heads N --head-dim N\n"
             "  --experts N --experts-used N --expert-ff N --shared-expert-ff N\n"
@@ -36,6 +36,7 @@ static void help(FILE *f) {
             "                        (sigmoid adds the exp_probs_b selection bias, renormalizes and\n"
             "                        scales by 2.5; softmax does neither) --merged-gate-up\n"
             "  glm4moe: --nextn N (NextN layers after the trunk, default 1) --no-qk-norm\n"
+            "  gpt-oss: --swa N (sliding window, default 8) --expert-type T (e.g. MXFP4)\n"
             "  --saver-extras        also write what llama.cpp's model saver writes for every family:\n"
             "                        Q/K/V biases, every weight's .scale and .input_scale, and keys\n"
             "                        at values the family ignores or holds neutral\n",
@@ -104,6 +105,7 @@ int st_cmd_gen_model(int argc, char **argv) {
         IOPT("--q-lora", 0, 1 << 16, p.hp.n_lora_q)
         IOPT("--dense-lead", 0, 4096, p.hp.n_dense_lead)
         IOPT("--nextn", 0, 16, p.hp.n_nextn)
+        IOPT("--swa", 1, 1 << 20, p.hp.n_swa)
 #undef IOPT
         if ((r = st_cli_opt(argc, argv, &i, "--head-dim", NULL, &v))) {
             if (r < 0 || st_cli_int("gen-model", "--head-dim", v, 2, 1 << 16, &n)) return 2;
@@ -148,6 +150,13 @@ int st_cmd_gen_model(int argc, char **argv) {
         } else if ((r = st_cli_opt(argc, argv, &i, "--rope-base", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--rope-base", v, &x) || x <= 0) return 2;
             p.hp.rope_freq_base = (float)x;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--expert-type", NULL, &v))) {
+            int t = r < 0 ? -1 : st_type_from_name(v);
+            if (t < 0 || !st_type_get((uint32_t)t) || st_type_get((uint32_t)t)->block_size <= 0) {
+                fprintf(stderr, "strata gen-model: unknown --expert-type '%s'\n", v);
+                return 2;
+            }
+            p.expert_type = (uint32_t)t;
         } else if (!strcmp(argv[i], "--no-qk-norm")) {
             p.hp.qk_norm = ST_QK_NORM_NONE;
         } else if (!strcmp(argv[i], "--merged-gate-up")) {

@@ -93,6 +93,12 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
                          p->hp.arch == ST_ARCH_QWEN2MOE ? (tiny ? 64 : 256) : 0);
         if (p->hp.arch == ST_ARCH_DEEPSEEK2) mla(p, tiny);
         if (p->hp.arch == ST_ARCH_GLM4MOE) glm(p);
+        if (p->hp.arch == ST_ARCH_GPTOSS) { /* gpt-oss's layout; a window short enough for tests */
+            p->hp.has_qkv_bias = 1;
+            p->hp.n_swa = 8;
+            p->hp.swa_period = 2;
+            p->hp.rope_freq_base_swa = p->hp.rope_freq_base;
+        }
         return 0;
     }
     if (!strcmp(name, "dense-500m")) {
@@ -233,6 +239,10 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
                     fill_uniform(g, g->f, ne0, 0.02f);
                 else if (s->role == ST_T_FFN_EXP_PROBS_B) /* a selection bias of the size of sigmoid gaps */
                     fill_uniform(g, g->f, ne0, 0.05f);
+                else if (s->role == ST_T_ATTN_SINKS) /* sink logits of the size of attention scores */
+                    fill_uniform(g, g->f, ne0, 1.0f);
+                else if (s->role >= ST_T_ATTN_OUT_BIAS && s->role <= ST_T_FFN_DOWN_EXPS_BIAS)
+                    fill_uniform(g, g->f, ne0, 0.02f);
                 else if (is_scale(s->role)) /* a weight scale: 0.5 .. 1.5 */
                     for (int64_t i = 0; i < ne0; i++) g->f[i] = 0.5f + (float)st_rng_uniform(&g->rng);
                 else
@@ -296,6 +306,11 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
         F32("expert_weights_scale", h->expert_weights_scale);
         snprintf(k, sizeof k, "%s.expert_weights_norm", a);
         rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
+    }
+    if (h->arch == ST_ARCH_GPTOSS) {
+        U32("attention.sliding_window", h->n_swa);
+        U32("attention.sliding_window_pattern", h->swa_period);
+        F32("rope.freq_base_swa", h->rope_freq_base_swa);
     }
     if (h->arch == ST_ARCH_DEEPSEEK2) {
         U32("attention.head_count_kv", 1);
@@ -426,7 +441,8 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
         } else if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias) && !p.saver_extras) {
             continue;
         }
-        uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(p.wtype, s->ne[0]);
+        const uint32_t want = st_tensor_role_is_expert(s->role) && p.expert_type ? p.expert_type : p.wtype;
+        uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(want, s->ne[0]);
         if (st_gguf_writer_add_tensor(w, s->name, type, (uint32_t)s->n_dims, s->ne)) {
             snprintf(err, errlen, "declaring %s: %s", s->name, st_gguf_writer_error(w));
             goto done;

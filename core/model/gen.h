@@ -29,6 +29,7 @@ extern "C" {
 typedef struct st_gen_params {
     st_hparams hp;          /* arch and sizes; n_vocab is set from the vocabulary */
     uint32_t wtype;         /* matrices' type (rows that do not fit its blocks fall back) */
+    uint32_t expert_type;   /* routed experts' type (0: wtype; MXFP4 for gpt-oss files) */
     uint64_t seed;
     float router_skew;      /* ST_GEN_ROUTER_PLAIN: 0 = uniform rows; larger = a few experts dominate */
     int router;             /* ST_GEN_ROUTER_PLAIN or ST_GEN_ROUTER_BALANCED */

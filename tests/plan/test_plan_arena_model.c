@@ -326,6 +326,7 @@ int main(int argc, char **argv) {
     /* multi-head latent attention: one latent KV cache, the head tables in the work buffers */
     test_model(&e, "deepseek2", ST_TYPE_Q8_0, 0, 0);
     test_model(&e, "glm4moe", ST_TYPE_Q8_0, 0, 0);
+    test_model(&e, "gpt-oss", ST_TYPE_Q8_0, 0, 0); /* sinks, windows, expert-bias rows */
     CHECK(g_real->device_close(e.dev) == ST_OK, "device_close: %s", g_real->last_error());
     st_backend_registry_close(e.reg);
     if (g_fail) {
