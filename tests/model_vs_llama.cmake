@@ -178,3 +178,22 @@ foreach(case F32 F32_MXFP4 Q8_0_MXFP4)
                    gpt-oss ${_type} ${_lim} ${_oss_dims} ${_extra})
   set_tests_properties(vs_llama.gpt-oss.${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
 endforeach()
+
+# deepseek2's latent KV cache against an expanded K/V computation of the same weights
+# (llama.cpp's multi-head path over attn_kv_b), tests/llama_compare/mla_vs_expanded.sh.
+if(TARGET st_model)
+  add_executable(mla-expand ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/mla_expand.c)
+  target_link_libraries(mla-expand PRIVATE st_model st_gguf st_quant)
+  target_include_directories(mla-expand PRIVATE ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/include)
+  foreach(case v3 lite)
+    set(_extra "")
+    if(case STREQUAL "lite")
+      set(_extra --gating softmax --q-lora 0)
+    endif()
+    add_test(NAME vs_llama.deepseek2.latent_vs_expanded_${case}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/mla_vs_expanded.sh $<TARGET_FILE:strata>
+                     $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> $<TARGET_FILE:mla-expand> ${_vocab}
+                     ${_work}/deepseek2-expanded-${case} 1e-5 ${_ds_dims} ${_extra})
+    set_tests_properties(vs_llama.deepseek2.latent_vs_expanded_${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+  endforeach()
+endif()

@@ -50,6 +50,9 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p);
 /* Names of the presets, ", "-separated (static storage). */
 const char *st_gen_preset_names(void);
 
+/* Copies metadata pair i of g (scalar, string or array) into w under `key`. 0 or -1. */
+int st_gen_copy_key(st_gguf_writer *w, const st_gguf *g, int64_t i, const char *key);
+
 /* Writes the model to `path`. Returns 0, or -1 with a message in err (the file is removed). */
 int st_gen_model(const st_gen_params *p, const char *path, char *err, size_t errlen);
 
