@@ -197,3 +197,21 @@ if(TARGET st_model)
     set_tests_properties(vs_llama.deepseek2.latent_vs_expanded_${case} PROPERTIES LABELS "model;nosan" TIMEOUT 300)
   endforeach()
 endif()
+
+# The saver's extras on the new families: for deepseek2 and glm4moe every .scale but the output
+# projection's is loaded-unused (their graphs pass none), for gpt-oss the Q/K/V/output scales
+# are applied; the gating keys these families read are left as the family's.
+foreach(arch deepseek2 glm4moe gpt-oss)
+  if(arch STREQUAL "deepseek2")
+    set(_d ${_ds_dims})
+  elseif(arch STREQUAL "glm4moe")
+    set(_d ${_glm_dims})
+  else()
+    set(_d ${_oss_dims})
+  endif()
+  add_test(NAME vs_llama.${arch}.saver_extras.F32
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                   $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/${arch}-extras-F32
+                   ${arch} F32 1e-5 ${_d} --saver-extras)
+  set_tests_properties(vs_llama.${arch}.saver_extras.F32 PROPERTIES LABELS "model;nosan" TIMEOUT 300)
+endforeach()

@@ -338,12 +338,14 @@ static int set_saver_meta(st_gguf_writer *w, const st_hparams *h) {
     const char *a = st_arch_name(h->arch);
     int rc = 0;
 #define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
-    rc |= st_gguf_writer_set_bool(w, KEY("expert_weights_norm"), false);
-    rc |= st_gguf_writer_set_f32(w, KEY("expert_weights_scale"), 0.0f);
-    rc |= st_gguf_writer_set_u32(w, KEY("expert_gating_func"), 0);
+    if (h->arch != ST_ARCH_DEEPSEEK2 && h->arch != ST_ARCH_GLM4MOE) { /* not read by these families */
+        rc |= st_gguf_writer_set_bool(w, KEY("expert_weights_norm"), false);
+        rc |= st_gguf_writer_set_f32(w, KEY("expert_weights_scale"), 0.0f);
+        rc |= st_gguf_writer_set_u32(w, KEY("expert_gating_func"), 0);
+    }
     rc |= st_gguf_writer_set_u32(w, KEY("expert_group_count"), 0);
     rc |= st_gguf_writer_set_u32(w, KEY("expert_group_used_count"), 0);
-    rc |= st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)h->n_nextn);
     rc |= st_gguf_writer_set_bool(w, KEY("attention.causal"), true);
     rc |= st_gguf_writer_set_f32(w, KEY("attention.clamp_kqv"), 0.0f);
     rc |= st_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), 50.0f);
@@ -430,6 +432,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
         st_tensor_spec *s = &specs[i];
         int bias = s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS;
         const int gu = s->role == ST_T_FFN_GATE_UP_EXPS, sep = s->role == ST_T_FFN_GATE_EXPS || s->role == ST_T_FFN_UP_EXPS;
+        if (s->layer >= h->n_layer && is_scale(s->role)) continue; /* a NextN layer has no scales */
         if (h->arch == ST_ARCH_DEEPSEEK2 && (gu || sep)) { /* one of the two layouts */
             if (gu != (p.merged_gate_up != 0)) continue;
         } else if (s->role == ST_T_FFN_EXP_PROBS_B && h->arch == ST_ARCH_DEEPSEEK2) {
