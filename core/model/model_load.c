@@ -155,9 +155,11 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
 /* Expert offload reads expert weights through the slot cache and the CPU module, which do not
  * apply per-expert weight scales: refuse that combination rather than compute without them. */
 static int check_hybrid(const st_model *m, char *err, size_t errlen) {
-    if (m->hybrid && (m->hp.arch == ST_ARCH_DEEPSEEK2 || m->hp.arch == ST_ARCH_GPTOSS)) {
-        snprintf(err, errlen, "%s: expert offload does not handle its layout yet (leading dense layers, merged "
-                 "gate/up experts, expert biases); load with every expert resident", m->hp.arch_name);
+    int merged = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) merged |= m->desc->layers[l].t[ST_T_FFN_GATE_UP_EXPS] != NULL;
+    if (m->hybrid && (merged || m->hp.arch == ST_ARCH_GPTOSS)) {
+        snprintf(err, errlen, "%s: expert offload does not handle %s yet; load with every expert resident",
+                 m->hp.arch_name, merged ? "merged gate/up experts (ffn_gate_up_exps)" : "expert biases");
         return -1;
     }
     for (int l = 0; m->hybrid && l < m->hp.n_layer; l++) {
