@@ -25,7 +25,7 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
 
     add_executable(test_cpu_kernels_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_kernels.c
                    ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_x8.c
-                   ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
                    $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
     target_include_directories(test_cpu_kernels_${isa} PRIVATE ${_cpu_inc})
     target_link_libraries(test_cpu_kernels_${isa} PRIVATE st_quant m)

@@ -154,6 +154,8 @@ typedef struct st_cpu_kernels {
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls
  * this first and then overrides slots. Never fails. */
 void st_cpu_kernels_scalar(st_cpu_kernels *k);
+/* The MXFP4 weight slot (kernels_fp4.c); st_cpu_kernels_scalar calls it after the Q8_0 slot. */
+void st_cpu_kernels_fp4(st_cpu_kernels *k);
 
 /* Portable versions of the x8 group slots (not in the scalar table: scalar code gains nothing
  * from repacking). The oracle of the ISA versions, and a building block for ISAs. */
