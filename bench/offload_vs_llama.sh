@@ -2,7 +2,8 @@
 # Expert offload against llama.cpp's own llama-bench, same GPU, same run: for each VRAM budget,
 #   Strata --vram-budget B (default placement: the cache starts as the static split of the last
 #          layers that fit, adapts on evidence of reuse; misses split between uploads and the CPU)
-#   Strata --vram-budget B --n-cpu-moe N (the static split, misses still on both pipes)
+#   Strata --vram-budget B --n-cpu-moe N (the static split, misses still on both pipes; run with
+#          --no-routing-trace, so its fully resident layers skip the host as in `strata serve`)
 #   llama-bench -ngl 99 -ncmoe N (the static split, misses on the CPU)
 # with N the smallest number of CPU layers whose MEASURED peak VRAM (nvidia-smi, sampled every
 # 0.1 s) is at most Strata's default run's. Random decode tokens on both sides (llama-bench's
@@ -61,7 +62,7 @@ print(max(0,min(p["moe_layers"],p["moe_layers"]-int(room//p["expert_bytes_per_la
     [ "$lpeak" -le "$speak" ] && break
     n=$((n + 1))
   done
-  sbench --vram-budget "$b" --n-cpu-moe "$n" && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
+  sbench --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
   py '
 import json,sys
 s=json.load(open(sys.argv[1])); st=json.load(open(sys.argv[2])) if sys.argv[3]!="-" else None

@@ -81,6 +81,7 @@ struct st_model_hx {
     int64_t n_staged_assign;/* of the layer in flight: rows computed from staging slots */
     double upload_s;        /* measured: one expert's copy to the device */
     uint64_t stage_experts, stage_assign; /* statistics */
+    uint64_t resident_calls;  /* layer calls that skipped the host (st_model_experts_resident_ffn) */
     /* admissions are copied on their own stream when the device has events: the compute stream
      * waits for them only before its next hits */
     st_stream *up_stream;   /* NULL: the compute stream copies them */
@@ -568,6 +569,64 @@ static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, in
     return 0;
 }
 
+/* Layer il can skip the host: the placement is fixed (profile policy: the table never changes
+ * after load), every expert of the layer is resident, the step has one token (its k experts are
+ * k distinct lookups, counted without reading them back), no admission waits, and nothing
+ * records the routing (expert counts, routing statistics, the Belady trace). */
+int st_model_experts_resident(const st_model *m, int il, int64_t n) {
+    const st_model_hx *h = m->hx;
+    if (!h || n != 1 || m->p.expert_policy != ST_EXPERT_PROFILE || m->count_experts || h->trace_on || h->n_loads)
+        return 0;
+    const int32_t *row = st_expert_cache_table(h->cache) + (size_t)il * (size_t)m->hp.n_expert;
+    for (int64_t e = 0; e < m->hp.n_expert; e++)
+        if (row[e] < 0) return 0;
+    return 1;
+}
+
+/* The routed experts of such a layer on the device, from the router's output as it lies there:
+ * gate and up of cur through the layer's slot table, SwiGLU, down into rows [A][E] of w->ed in
+ * the router's order (row a = assignment a). No sync, no copies. */
+int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    st_work *w = &m->w;
+    const st_backend_api *api = m->api;
+    const int64_t A = n * m->hp.n_expert_used, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    if (h->up_pending) {
+        OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
+        h->up_pending = 0;
+    }
+    st_moe_matmul_args g;
+    memset(&g, 0, sizeof g);
+    g.size = sizeof g;
+    g.n_assign = (int32_t)A;
+    g.slot_table = h->table_dev + (size_t)il * (size_t)m->hp.n_expert; /* [n_expert] */
+    g.expert = w->rids;                                                  /* [A] */
+    g.x_row = w->xrow;                                                   /* [A]: a / k */
+    g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);                     /* [n][E] */
+    g.w = slot_view(m, il, 0);
+    g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, A); /* [A][Fe] */
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, resident layer)");
+    g.w = slot_view(m, il, 1);
+    g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, resident layer)");
+    st_swiglu_args s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+    s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
+    s.out = s.gate;
+    OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, resident layer)");
+    g.w = slot_view(m, il, 2);
+    g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
+    g.out = st_model_view2(w->ed, ST_TYPE_F32, E, A); /* [A][E] */
+    g.x_row = w->ident;
+    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, resident layer)");
+    st_expert_cache_count_resident(h->cache, il, (uint64_t)A, (uint64_t)A);
+    h->accesses += (uint64_t)A;
+    h->resident_calls++;
+    return 0;
+}
+
 int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
     st_work *w = &m->w;
@@ -784,6 +843,7 @@ int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     out->stage_slots = h->n_stage;
     out->stage_experts = h->stage_experts;
     out->stage_assign = h->stage_assign;
+    out->resident_calls = h->resident_calls;
     out->upload_s = h->upload_s;
     out->pin_note = h->pin_note;
     return 0;
@@ -795,7 +855,7 @@ void st_model_expert_stats_reset(st_model *m) {
     st_model_hx *h = m->hx;
     if (!h) return;
     st_expert_cache_stats_reset(h->cache);
-    h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = 0;
+    h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = h->resident_calls = 0;
     h->cpu_s = h->route_s = 0;
     h->tr_n = 0;
     h->tr_base = h->accesses;

@@ -208,13 +208,16 @@ static int shared_expert_into_tmp(st_model *m, const st_layer_w *L, int64_t n, i
 static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_layer_w *L = &m->layers[il];
     const int64_t k = m->hp.n_expert_used, E = m->hp.n_embd;
-    if (st_model_experts_launch(m, il, n, layer_txt, err, errlen)) return -1;
+    const int resident = st_model_experts_resident(m, il, n);
+    if (resident ? st_model_experts_resident_ffn(m, il, n, layer_txt, err, errlen)
+                 : st_model_experts_launch(m, il, n, layer_txt, err, errlen))
+        return -1;
     int accumulate = 0;
     if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
-    float *rows = NULL;
-    int64_t n_rows = 0;
-    int32_t *row_of = NULL;
-    if (st_model_experts_finish(m, il, n, &rows, &n_rows, &row_of, layer_txt, err, errlen)) return -1;
+    float *rows = m->w.ed; /* [A][E] in the router's order when resident */
+    int64_t n_rows = n * k;
+    int32_t *row_of = m->w.ident;
+    if (!resident && st_model_experts_finish(m, il, n, &rows, &n_rows, &row_of, layer_txt, err, errlen)) return -1;
     st_moe_combine_args c;
     memset(&c, 0, sizeof c);
     c.k = (int32_t)k;
@@ -224,7 +227,7 @@ static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt,
     c.weights = m->w.rw;
     c.accumulate = accumulate;
     RUN(moe_combine, c, "experts");
-    return st_model_experts_admit(m, il, err, errlen);
+    return resident ? 0 : st_model_experts_admit(m, il, err, errlen);
 }
 
 /* Routed experts of a fully resident layer after its router, with the fused ops: gate, up and
