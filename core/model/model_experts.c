@@ -534,9 +534,8 @@ static int64_t choose_staged(st_model *m, int64_t A) {
 
 /* Rows [pos, pos + cnt) of the layer's reordered assignments through `slot_table` on the device:
  * gate and up from `cur`, SwiGLU, down into the same rows of the expert rows. */
-static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, int64_t cnt, const int32_t *slot_table,
-                      const char *layer_txt, char *err, size_t errlen) {
-    st_model_hx *h = m->hx;
+static int device_ffn(st_model *m, int il, int64_t n, int64_t pos, int64_t cnt, const int32_t *slot_table,
+                      const int32_t *expert, const int32_t *x_row, const char *layer_txt, char *err, size_t errlen) {
     st_work *w = &m->w;
     const st_backend_api *api = m->api;
     const int64_t E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
@@ -548,8 +547,8 @@ static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, in
     g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
     g.out = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
     g.slot_table = slot_table;
-    g.expert = h->idx_dev + pos;
-    g.x_row = h->idx_dev + A + pos;
+    g.expert = expert; /* [cnt] */
+    g.x_row = x_row;   /* [cnt] */
     OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, device)");
     g.w = slot_view(m, il, 1);
     g.out = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
@@ -588,39 +587,16 @@ int st_model_experts_resident(const st_model *m, int il, int64_t n) {
  * the router's order (row a = assignment a). No sync, no copies. */
 int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
-    st_work *w = &m->w;
     const st_backend_api *api = m->api;
-    const int64_t A = n * m->hp.n_expert_used, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
+    const int64_t A = n * m->hp.n_expert_used;
     if (h->up_pending) {
         OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
         h->up_pending = 0;
     }
-    st_moe_matmul_args g;
-    memset(&g, 0, sizeof g);
-    g.size = sizeof g;
-    g.n_assign = (int32_t)A;
-    g.slot_table = h->table_dev + (size_t)il * (size_t)m->hp.n_expert; /* [n_expert] */
-    g.expert = w->rids;                                                  /* [A] */
-    g.x_row = w->xrow;                                                   /* [A]: a / k */
-    g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);                     /* [n][E] */
-    g.w = slot_view(m, il, 0);
-    g.out = st_model_view2(w->eg, ST_TYPE_F32, Fe, A); /* [A][Fe] */
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, resident layer)");
-    g.w = slot_view(m, il, 1);
-    g.out = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, resident layer)");
-    st_swiglu_args s;
-    memset(&s, 0, sizeof s);
-    s.size = sizeof s;
-    s.gate = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
-    s.up = st_model_view2(w->eu, ST_TYPE_F32, Fe, A);
-    s.out = s.gate;
-    OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, resident layer)");
-    g.w = slot_view(m, il, 2);
-    g.x = st_model_view2(w->eg, ST_TYPE_F32, Fe, A);
-    g.out = st_model_view2(w->ed, ST_TYPE_F32, E, A); /* [A][E] */
-    g.x_row = w->ident;
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, resident layer)");
+    /* expert = the router's ids [A], x_row = a / k [A], the layer's table row [n_expert] */
+    if (device_ffn(m, il, n, 0, A, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, m->w.rids, m->w.xrow,
+                   layer_txt, err, errlen))
+        return -1;
     st_expert_cache_count_resident(h->cache, il, (uint64_t)A, (uint64_t)A);
     h->accesses += (uint64_t)A;
     h->resident_calls++;
@@ -697,7 +673,8 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
     h->n_loads = n_loads;
     /* the hits, through the table as it stands (it holds every hit; admissions come after) */
     if (nh > 0 &&
-        device_ffn(m, il, n, A, 0, nh, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, layer_txt, err, errlen))
+        device_ffn(m, il, n, 0, nh, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, h->idx_dev, h->idx_dev + A,
+                   layer_txt, err, errlen))
         return -1;
     /* staged rounds: copy up to n_stage experts, point the staging table at them, compute their
      * rows; the next round's copies are ordered after this round's reads on the stream */
@@ -714,7 +691,8 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
             cnt += h->miss_cnt[h->staged[i]];
         }
         OPCHK(api->copy_h2d(m->stream, h->stage_dev, tab, (uint64_t)m->hp.n_expert * 4u), "uploading the staging table");
-        if (device_ffn(m, il, n, A, pos, cnt, h->stage_dev, layer_txt, err, errlen)) return -1;
+        if (device_ffn(m, il, n, pos, cnt, h->stage_dev, h->idx_dev + pos, h->idx_dev + A + pos, layer_txt, err, errlen))
+            return -1;
         pos += cnt;
         h->stage_experts += (uint64_t)(e1 - e0);
     }
