@@ -11,14 +11,14 @@
 # statistics of Strata's decode steps. Writes a Markdown report.
 # Usage: bench/offload_vs_llama.sh MODEL.gguf LLAMA_BIN_DIR OUT.md
 # Environment: STRATA (default build/bin/strata), BACKEND (cuda), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
-#   NPROMPT (512), NGEN (128)
+#   NPROMPT (512), NGEN (128), PARALLEL (4; 1 = no batched rows)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 model=$1 lbin=$2 out=$3
 here=$(cd "$(dirname "$0")/.." && pwd)
 strata=${STRATA:-$here/build/bin/strata}
 budgets=${BUDGETS:-"4GiB 8GiB"} threads=${THREADS:-$(nproc)} reps=${REPS:-2}
-np=${NPROMPT:-512} ng=${NGEN:-128}
+np=${NPROMPT:-512} ng=${NGEN:-128} par=${PARALLEL:-4}
 py() { python3 -c "$1" "${@:2}"; }
 smi() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
 # measured CMD...: runs CMD (stdout to $T/out, stderr to $T/err) sampling the GPU's memory; peak MiB in $T/peak
@@ -34,6 +34,24 @@ measured() {
   return $rc
 }
 idle=$(smi)
+# parallel_rows B N: aggregate decode of PARALLEL sequences (prompt 128, 64 random tokens each):
+# Strata default and --n-cpu-moe N against llama-batched-bench -ncmoe N (its S_TG)
+parallel_rows() {
+  local b=$1 n=$2 sd=- ss=- lt=-
+  sbench1() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p 128 -n 64 -r 1 --parallel "$par" \
+               --threads "$threads" --cpu-threads "$threads" --json --vram-budget "$b" "$@"; }
+  sbench1 && sd=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+  sbench1 --n-cpu-moe "$n" --no-routing-trace &&
+    ss=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+  measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-batched-bench" -m "$model" -ngl 99 -ncmoe "$n" -fa on \
+    -c $((par * 256)) -npp 128 -ntg 64 -npl "$par" -t "$threads" --output-format jsonl &&
+    lt=$(grep '^{' "$T/out" | tail -n 1 | py 'import json,sys; print("%.2f" % json.loads(sys.stdin.read())["speed_tg"])')
+  {
+    echo "Decode of $par sequences (prompt 128, 64 tokens each; aggregate tok/s): Strata default $sd, Strata --n-cpu-moe $n $ss, llama-batched-bench -ncmoe $n $lt$( [ "$lt" != - ] && [ "$ss" != - ] && py 'import sys; print(" (static %.2fx)" % (float(sys.argv[1]) / float(sys.argv[2])))' "$ss" "$lt")."
+    echo
+  } >>"$out"
+  tail -n 2 "$out"
+}
 sbench() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p "$np" -n "$ng" -r "$reps" --threads "$threads" \
              --cpu-threads "$threads" --decode-tokens random --json "$@"; }
 lbench() { measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-bench" -m "$model" -ngl 99 -ncmoe "$1" -fa 1 -p "$np" -n "$ng" \
@@ -87,5 +105,6 @@ print("Decode routing (Strata default run): %d tokens, %d of %d pairs used, top 
   r["static_layers_hit_rate"],r["static_best_hit_rate"],r["belady_hit_rate"],json.dumps(r["reuse"])))
 ' "$T/s.json" "$T/st.json" "$stpeak" "$T/l.json" "$b" "$n" "$speak" "$stpeak" "$lpeak" >>"$out"
   tail -12 "$out"
+  [ "$par" -gt 1 ] && parallel_rows "$b" "$n"
 done
 echo "offload_vs_llama: wrote $out"
