@@ -25,6 +25,10 @@ void st_jinja_free(st_jinja *t);
  * NULL with err: a raise_exception() message, a type error, or "output limit exceeded". */
 char *st_jinja_render(const st_jinja *t, const cJSON *ctx, char *err, size_t errlen);
 
+/* Fixed "now" for strftime_now() (seconds since the epoch, UTC), for reproducible renders;
+ * 0 = the current time (the default). */
+void st_jinja_set_time(st_jinja *t, long long epoch_seconds);
+
 /* Most bytes one render may allocate (values, output); default 64 MiB. */
 void st_jinja_set_limit(st_jinja *t, size_t bytes);
 

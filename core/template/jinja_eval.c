@@ -473,11 +473,12 @@ void st_jinja_free(st_jinja *t) {
 }
 
 void st_jinja_set_limit(st_jinja *t, size_t bytes) { t->limit = bytes; }
+void st_jinja_set_time(st_jinja *t, long long epoch_seconds) { t->now = epoch_seconds; }
 
 char *st_jinja_render(const st_jinja *t, const cJSON *ctx, char *err, size_t errlen) {
     jn_arena a = {.limit = t->limit};
     jmp_buf oom;
-    jn_ctx c = {.a = &a, .err = err, .errlen = errlen};
+    jn_ctx c = {.a = &a, .err = err, .errlen = errlen, .now = t->now};
     char *res = NULL;
     a.oom = &oom;
     if (setjmp(oom)) {

@@ -140,6 +140,7 @@ struct st_jinja {
     jn_arena ast; /* nodes and literals */
     jn_node *root;
     size_t limit;
+    long long now; /* 0 = current time */
     char *src;
 };
 
@@ -159,6 +160,7 @@ struct jn_ctx {
     char *err;
     size_t errlen;
     int brk; /* 1 break, 2 continue pending */
+    long long now; /* strftime_now's time; 0 = current */
 };
 
 /* Fail the render with a message at a node's position (longjmp). */

@@ -345,7 +345,7 @@ static jv g_strftime(jn_ctx *c, const jn_func *f, const jn_args *a, const jn_nod
     (void)at;
     jv fmt = jn_arg(a, 0, NULL);
     char out[256] = "";
-    time_t now = time(NULL);
+    time_t now = c->now ? (time_t)c->now : time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     if (fmt.t == JV_STR) strftime(out, sizeof out, fmt.u.s.p, &tm);

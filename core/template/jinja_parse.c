@@ -283,16 +283,19 @@ static jn_node *parse_postfix(parser *P, jn_node *n, int with_filters) {
     }
 }
 
-static jn_node *parse_unary(parser *P) {
+/* "-x|f" is "(-x)|f" in Jinja2: the operand takes no filters, the negation does. */
+static jn_node *parse_unary_f(parser *P, int with_filters) {
     jn_tok *t = peek(P);
     if (accept_op(P, "-") || accept_op(P, "+")) {
         jn_node *n = mk(P, JN_UNARY, t);
         n->op = t->p[0];
-        n->a = parse_unary(P);
-        return n;
+        n->a = parse_unary_f(P, 0);
+        return with_filters ? parse_postfix(P, n, 1) : n;
     }
-    return parse_postfix(P, parse_primary(P), 1);
+    return parse_postfix(P, parse_primary(P), with_filters);
 }
+
+static jn_node *parse_unary(parser *P) { return parse_unary_f(P, 1); }
 
 static jn_node *binary(parser *P, const jn_tok *at, int op, jn_node *a, jn_node *b) {
     jn_node *n = mk(P, JN_BINARY, at);

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "template/jinja.h"
 
@@ -23,8 +24,14 @@ static char *slurp(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    long long now = 0;
+    if (argc == 5 && !strcmp(argv[1], "--time")) { /* fixed strftime_now() */
+        now = atoll(argv[2]);
+        argv += 2;
+        argc -= 2;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: jinja_render TEMPLATE CONTEXT.json\n");
+        fprintf(stderr, "usage: jinja_render [--time EPOCH] TEMPLATE CONTEXT.json\n");
         return 2;
     }
     char *src = slurp(argv[1]), *ctx_text = slurp(argv[2]), err[512] = "", *out = NULL;
@@ -36,6 +43,7 @@ int main(int argc, char **argv) {
         goto fail;
     }
     t = st_jinja_parse(src, err, sizeof err);
+    if (t && now) st_jinja_set_time(t, now);
     if (!t || !(out = st_jinja_render(t, ctx, err, sizeof err))) {
         fprintf(stderr, "error: %s\n", err);
         goto fail;
