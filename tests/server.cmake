@@ -2,6 +2,7 @@
 # server through the official `openai` npm client and raw HTTP.
 #  server.oai_text     (C) stop strings, <think> split, JSON shapes and parsing of core/server/openai.c
 #  server.chat         (C) chat templates: rendering per family, detection, names, stop strings
+#  server.tools        (C) tool calls parsed from each family's syntax, streamed hold-back, request fields
 #  server.setup        generated test models; `npm install openai` into the cache (once)
 #  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort
 #  server.hostile      malformed and hostile requests, limits, API key; the server stays healthy
@@ -18,6 +19,9 @@ add_test(NAME server.oai_text COMMAND test_oai_text)
 add_executable(test_chat ${CMAKE_CURRENT_SOURCE_DIR}/server/test_chat.c)
 target_link_libraries(test_chat PRIVATE st_server)
 add_test(NAME server.chat COMMAND test_chat)
+add_executable(test_tools ${CMAKE_CURRENT_SOURCE_DIR}/server/test_tools.c)
+target_link_libraries(test_tools PRIVATE st_server)
+add_test(NAME server.tools COMMAND test_tools)
 
 find_program(STRATA_NODE node)
 set(_srv_dir ${CMAKE_CURRENT_BINARY_DIR}/server-test)

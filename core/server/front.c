@@ -477,6 +477,7 @@ static int load_front(st_front *f) {
                             "(choose another with --chat-template)\n",
                     jinja ? "not one Strata recognizes" : "absent", st_chat_template_name(f->tmpl));
     }
+    if (st_front_load_jinja(f, jinja)) return -1;
     f->think = st_tokenizer_find(f->tok, "<think>", 7) >= 0;
     const char *const *ts = st_chat_stop_strings(f->tmpl);
     int n = 0;
@@ -512,10 +513,11 @@ int st_serve_run(const st_serve_config *c) {
         return 1;
     }
     fprintf(stderr,
-            "strata serve: model '%s' from %s, chat template %s%s\n"
+            "strata serve: model '%s' from %s, chat template %s%s%s%s\n"
             "strata serve: listening on http://%s:%d (API key %s; body <= %zu bytes, JSON depth <= %d, queue <= %d; "
             "stall timeout %g s; reports in %s)\n",
-            f->model_id, f->cfg.model_path, st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
+            f->model_id, f->cfg.model_path, f->jinja ? "Jinja from " : "", f->jinja ? f->jinja_origin : "",
+            f->jinja ? "" : st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
             f->cfg.host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
             f->cfg.queue_max, f->cfg.stall_timeout, report_dir(f));
     struct sigaction sa;

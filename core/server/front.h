@@ -65,7 +65,20 @@ typedef struct st_front {
     pthread_mutex_t send_mu; /* one writer on fd at a time */
     pthread_t log_thread;    /* reads the engine's stderr; joined when the engine dies */
     int log_thread_ok;
+    /* the model's Jinja chat template (server/agent_front.c); NULL = the built-in family */
+    struct st_jinja *jinja;
+    char jinja_origin[160];  /* "the GGUF's tokenizer.chat_template", a file name */
+    char bos_text[64], eos_text[64];
 } st_front;
+
+/* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)
+ * unless a built-in was named with --chat-template. A GGUF template that does not parse or
+ * render a plain conversation falls back to the built-in family with a warning; a file that
+ * does not is an error (-1, printed). */
+int st_front_load_jinja(st_front *f, const char *gguf_jinja);
+/* The prompt text to tokenize: past a leading BOS text the template printed when the
+ * tokenizer adds BOS itself (so it is not there twice). */
+const char *st_front_prompt_text(const st_front *f, const char *prompt);
 
 /* Register a request and send it to the engine. Returns the request (refs held by the caller
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */

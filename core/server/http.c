@@ -37,6 +37,7 @@ typedef struct gen {
     char *out;                 /* SSE bytes not yet written */
     size_t out_n, out_off;
     uint64_t t0;
+    st_agent_stream ag; /* tool calls (server/agent_http.c) */
 } gen;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, int status, const char *type, const char *body,
@@ -146,6 +147,7 @@ static void gen_free(gen *g) {
         st_front_release(g->f, g->r);
     }
     st_detok_free(g->detok);
+    st_agent_stream_free(&g->ag);
     st_oai_text_free(&g->text);
     st_oai_request_free(&g->q);
     free(g->content);
@@ -211,6 +213,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             if (st_detok_flush(g->detok, &s, &n) == 0 && n) st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning);
             st_oai_text_finish(&g->text, &g->content, &g->reasoning);
         }
+        char *calls = NULL;
+        st_agent_stream_hold(&g->ag, &g->content);
+        if (done || (g->stop_hit && g->r->done))
+            calls = st_agent_stream_finish(&g->ag, g->id, g->created, g->f->model_id, &g->content, &g->reasoning);
         if (g->content || g->reasoning || (!g->role_sent && g->q.chat)) {
             char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, g->role_sent ? NULL : "assistant",
                                         g->content ? g->content : (g->role_sent || g->reasoning ? NULL : ""),
@@ -222,6 +228,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             free(g->reasoning);
             g->content = g->reasoning = NULL;
         }
+        if (calls) sse_data(g, calls);
+        free(calls);
         if (failed) {
             log_failure(g);
             st_oai_error e;
@@ -234,7 +242,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             continue;
         }
         if (done || (g->stop_hit && g->r->done)) {
-            const char *fin = finish_name(g);
+            const char *fin = g->ag.n_calls ? "tool_calls" : finish_name(g);
             char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, NULL, NULL, NULL, fin);
             if (j) sse_data(g, j);
             free(j);
@@ -261,7 +269,8 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     g->f = f;
     g->conn = c;
     st_oai_error e;
-    if (st_oai_parse(body, n, chat, f->tmpl, f->cfg.max_depth, &g->q, &e)) {
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
+    if (st_oai_parse_ex(body, n, chat, &rd, f->cfg.max_depth, &g->q, &e)) {
         free(g);
         return send_error(c, &e);
     }
@@ -272,7 +281,8 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         return send_error(c, &e);
     }
     int32_t *toks = NULL;
-    int64_t nt = st_tokenizer_encode_alloc(f->tok, g->q.prompt, strlen(g->q.prompt), true, chat != 0, &toks);
+    const char *ptext = chat ? st_front_prompt_text(f, g->q.prompt) : g->q.prompt;
+    int64_t nt = st_tokenizer_encode_alloc(f->tok, ptext, strlen(ptext), true, chat != 0, &toks);
     pthread_mutex_lock(&f->mu);
     int n_ctx = f->ready.n_ctx, ready = f->state == ST_ENGINE_READY;
     pthread_mutex_unlock(&f->mu);
@@ -315,8 +325,11 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     for (; k < g->q.n_stop; k++) g->stops[k] = g->q.stop[k];
     for (int i = 0; f->tmpl_stops[i]; i++) g->stops[k++] = f->tmpl_stops[i];
     g->stops[k] = NULL;
-    st_oai_text_init(&g->text, g->stops, f->think && chat);
-    g->detok = st_detok_new(f->tok, 0);
+    st_oai_text_init(&g->text, g->stops, f->think && chat && !g->q.agent.think_inline);
+    int watch = chat && ((g->q.agent.n_tools && g->q.agent.tool_choice != ST_TOOL_CHOICE_NONE) ||
+                         st_tokenizer_find(f->tok, "<|channel|>", 11) >= 0); /* tools, or harmony channels */
+    st_agent_stream_init(&g->ag, watch);
+    g->detok = st_detok_new(f->tok, watch ? ST_DETOK_SPECIAL : 0);
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();
@@ -373,6 +386,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     st_oai_usage u = usage_of(g);
     const char *fin = finish_name(g);
     char *j = st_oai_response_json(chat, g->id, g->created, f->model_id, g->content ? g->content : "", g->reasoning, fin, &u);
+    if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id);
     log_request(g, fin);
     enum MHD_Result ok = send_text(c, 200, "application/json", j ? j : "{}", NULL);
     free(j);

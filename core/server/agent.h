@@ -1,0 +1,52 @@
+/* What agent clients send beyond plain chat: tools and tool_choice, and the fields of
+ * structured output and sampling outputs (refused with a clear 400 where not supported yet).
+ * Parsed from the request by st_agent_parse, called from st_oai_parse. */
+#ifndef STRATA_SERVER_AGENT_H
+#define STRATA_SERVER_AGENT_H
+
+#include <stddef.h>
+
+typedef struct cJSON cJSON;
+struct st_oai_error;
+
+enum { ST_TOOL_CHOICE_AUTO = 0, ST_TOOL_CHOICE_NONE = 1, ST_TOOL_CHOICE_REQUIRED = 2, ST_TOOL_CHOICE_NAMED = 3 };
+
+typedef struct st_agent_req {
+    int n_tools;            /* function tools offered (0 = none) */
+    int tool_choice;        /* ST_TOOL_CHOICE_* */
+    char tool_name[128];    /* NAMED: the function */
+    int parallel_tool_calls;/* default 1 */
+    int think_inline;       /* keep <think> text in content (extension "reasoning_format": "none") */
+} st_agent_req;
+
+/* Validate and read the agent fields of a request body (root). Returns 0, or -1 with *err
+ * (400 with the parameter named) for a malformed value or a feature this server refuses. */
+int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, struct st_oai_error *err);
+
+
+/* ---- tool calls in a generation (server/agent_http.c) -------------------------------------- */
+typedef struct st_agent_stream {
+    int active;   /* tools offered (or harmony output): content is watched for tool calls */
+    int holding;  /* a call marker was seen: everything from it is held until the end */
+    char *held;   /* text not yet sent as content */
+    size_t n;
+    int n_calls;  /* calls found at the end */
+} st_agent_stream;
+
+void st_agent_stream_init(st_agent_stream *a, int active);
+void st_agent_stream_free(st_agent_stream *a);
+/* Streaming: takes *content (malloc'ed, may be NULL) and puts back only what is certainly not
+ * part of a tool call (NULL when nothing). -1 when out of memory. */
+int st_agent_stream_hold(st_agent_stream *a, char **content);
+/* End of a streamed generation: parses what was held. Appends leftover text to *content and
+ * harmony reasoning to *reasoning; returns the JSON of a chunk carrying the tool_calls deltas
+ * (ids "call_<id_base>_<i>"), or NULL when there are none. */
+char *st_agent_stream_finish(st_agent_stream *a, const char *id, long created, const char *model, char **content,
+                             char **reasoning);
+/* Not streamed: the response JSON (made by st_oai_response_json) rewritten with the tool
+ * calls found in *content: message.tool_calls, content null when empty, finish_reason
+ * "tool_calls"; harmony reasoning moved to reasoning_content. Returns a new string (the old
+ * one is freed) or the old one when nothing changed. */
+char *st_agent_response_rewrite(char *json, const char *content, const char *id);
+
+#endif
