@@ -4,6 +4,7 @@
 #  server.chat         (C) chat templates: rendering per family, detection, names, stop strings
 #  server.tools        (C) tool calls parsed from each family's syntax, streamed hold-back, request fields
 #  server.setup        generated test models; `npm install openai` into the cache (once)
+#  server.agent        Jinja template file, tools on chat, /apply-template, /tokenize, /detokenize, /props
 #  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort
 #  server.hostile      malformed and hostile requests, limits, API key; the server stays healthy
 #  server.concurrency  1/2/4/8 concurrent ~2K-token streams, equal to one-at-a-time outputs
@@ -35,7 +36,7 @@ set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
 add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
 set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
 
-set(_srv_tests contract 180 hostile 120 concurrency 600 supervision 300 stall 180)
+set(_srv_tests agent 180 contract 180 hostile 120 concurrency 600 supervision 300 stall 180)
 while(_srv_tests)
   list(POP_FRONT _srv_tests _name _timeout)
   if(STRATA_NODE)

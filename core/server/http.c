@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "platform/platform.h"
+#include "server/agent_routes.h"
 #include "server/front.h"
 #include "server/openai.h"
 
@@ -546,6 +547,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!post) return fail(c, 405, "invalid_request_error", "method_not_allowed", NULL, "use POST");
         return handle_generate(f, c, chat, cs->body ? cs->body : "", cs->n);
     }
+    enum MHD_Result routed;
+    if (st_agent_route(f, c, url, method, cs->body ? cs->body : "", cs->n, &routed)) return routed;
     if (!strcmp(url, "/health")) return handle_health(f, c);
     if (!strcmp(url, "/v1/models")) return handle_models(f, c);
     if (!strcmp(url, "/metrics")) return handle_metrics(f, c);
