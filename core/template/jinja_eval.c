@@ -479,7 +479,7 @@ char *st_jinja_render(const st_jinja *t, const cJSON *ctx, char *err, size_t err
     jn_arena a = {.limit = t->limit};
     jmp_buf oom;
     jn_ctx c = {.a = &a, .err = err, .errlen = errlen, .now = t->now};
-    char *res = NULL;
+    char *volatile res = NULL; /* set after the setjmp calls below */
     a.oom = &oom;
     if (setjmp(oom)) {
         snprintf(err, errlen, "the template used more than %zu MiB (output or values)", t->limit >> 20);
