@@ -16,6 +16,7 @@
 #include "engine/engine_offload.h"
 #include "engine/watchdog.h"
 #include "gguf/gguf.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 #include "platform/crash.h"
 #include "server/proto.h"
@@ -71,11 +72,9 @@ static int handle(int fd, st_engine *e, st_model *m) {
     if (st_msg_recv(fd, &type, &p, &len)) return -1;
     if (type == ST_MSG_SUBMIT && len >= sizeof(st_msg_submit)) {
         st_msg_submit *s = p;
-        size_t need = sizeof *s + sizeof(int32_t) * (size_t)(s->n_prompt > 0 ? s->n_prompt : 0);
-        st_gen_request r = {.id = s->id, .prompt = (const int32_t *)(s + 1), .n_prompt = s->n_prompt,
-                            .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos, .sp = s->sp};
+        st_gen_request r;
         char err[256] = "";
-        if (len != need || st_engine_submit(e, &r, err, sizeof err)) {
+        if (st_msg_submit_unpack(p, len, &r) || st_engine_submit(e, &r, err, sizeof err)) {
             st_msg_refused rf;
             memset(&rf, 0, sizeof rf);
             rf.id = s->id;
@@ -191,8 +190,9 @@ int st_cmd_engine(int argc, char **argv) {
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
+    st_gvocab *gv = st_gvocab_from_tokenizer(tok); /* for grammar-constrained requests (NULL: refused) */
     st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name,
-                           .max_step_s = stall / 4};
+                           .max_step_s = stall / 4, .gvocab = gv};
     st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
     if (!e) {
         elog("%s", err);
@@ -234,6 +234,7 @@ int st_cmd_engine(int argc, char **argv) {
     }
     st_watchdog_stop(wd);
     st_engine_free(e);
+    st_gvocab_free(gv);
     st_model_free(m);
     st_offload_release(&g_off);
     di.api->device_close(di.dev);

@@ -21,6 +21,7 @@ typedef struct st_engine_config {
     int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
     int32_t queue_max;    /* requests waiting for a slot before submit refuses */
     const char *where;    /* device name for the stage text of crash and stall reports (may be NULL) */
+    const struct st_gvocab *gvocab; /* the vocabulary for grammar-constrained requests (NULL: refused) */
     double max_step_s;    /* > 0: prefill chunks shrink so that a step takes about this long at most
                              (measured seconds per token); keeps steps well inside the watchdog's
                              stall timeout on slow devices. 0 = the full budget every step */
@@ -33,6 +34,10 @@ typedef struct st_gen_request {
     int32_t max_tokens;      /* > 0 */
     int32_t ignore_eos;      /* nonzero: end-of-generation tokens do not end it (sent as tokens) */
     st_sampler_params sp;
+    const char *grammar;     /* GBNF the output must follow, or NULL (copied by submit) */
+    const int32_t *bias_ids; /* [n_bias] logit biases (copied by submit) */
+    const float *bias_vals;
+    int32_t n_bias;
 } st_gen_request;
 
 /* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters

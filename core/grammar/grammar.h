@@ -33,7 +33,7 @@ int st_gmatch_accept(st_gmatch *m, const char *s, size_t n);
 /* Nonzero when the text so far is a complete sentence of the grammar (end may come). */
 int st_gmatch_can_end(const st_gmatch *m);
 
-/* Trie over texts[n] (byte lengths lens[n]; texts are borrowed and must outlive it); eog[i] nonzero marks end-of-generation tokens
+/* Trie over texts[n] (byte lengths lens[n], or NULL for NUL-terminated; copied); eog[i] nonzero marks end-of-generation tokens
  * (allowed exactly when the grammar can end); tokens with empty text and not eog are never
  * allowed. NULL when out of memory. */
 st_gvocab *st_gvocab_new(const char *const *texts, const size_t *lens, const uint8_t *eog, int32_t n);
@@ -44,5 +44,14 @@ int32_t st_gmatch_mask(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed)
 int st_gmatch_token_ok(const st_gmatch *m, const st_gvocab *v, int32_t t);
 /* Advance over token t's text (an eog token changes nothing). 0, or -1 when rejected. */
 int st_gmatch_accept_token(st_gmatch *m, const st_gvocab *v, int32_t t);
+
+/* ---- with the sampler and the tokenizer (grammar_sampler.c) ---------------------------------- */
+typedef struct st_sampler st_sampler;
+typedef struct st_tokenizer st_tokenizer;
+/* The vocabulary of a tokenizer: each token's decoded bytes; end-of-generation tokens marked. */
+st_gvocab *st_gvocab_from_tokenizer(const st_tokenizer *t);
+/* Make sampler s follow grammar g (owned by s from now on) over vocabulary v (must outlive s).
+ * 0, or -1 when out of memory (g is freed then too). */
+int st_grammar_constrain(st_sampler *s, st_grammar *g, const st_gvocab *v);
 
 #endif

@@ -237,7 +237,8 @@ struct st_gvocab {
     tnode *nodes;
     uint32_t n_nodes, cap;
     int32_t *next_tok; /* [n] tokens ending at the same node */
-    const char *const *texts;
+    char **texts;      /* [n] pointers into blob */
+    char *blob;        /* copies of the texts */
     size_t *lens;
     uint8_t *eog;
     int32_t n;
@@ -268,18 +269,26 @@ st_gvocab *st_gvocab_new(const char *const *texts, const size_t *lens, const uin
     v->next_tok = malloc((size_t)(n > 0 ? n : 1) * sizeof *v->next_tok);
     v->lens = malloc((size_t)(n > 0 ? n : 1) * sizeof *v->lens);
     v->eog = calloc((size_t)(n > 0 ? n : 1), 1);
-    if (!v->nodes || !v->next_tok || !v->lens || !v->eog) goto fail;
+    v->texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *v->texts);
+    if (!v->nodes || !v->next_tok || !v->lens || !v->eog || !v->texts) goto fail;
+    size_t total = 0;
+    for (int32_t t = 0; t < n; t++) total += (v->lens[t] = lens ? lens[t] : strlen(texts[t]));
+    if (!(v->blob = malloc(total + 1))) goto fail;
+    total = 0;
+    for (int32_t t = 0; t < n; t++) {
+        v->texts[t] = v->blob + total;
+        if (v->lens[t]) memcpy(v->texts[t], texts[t], v->lens[t]);
+        total += v->lens[t];
+    }
     v->nodes[0] = (tnode){.tok = -1};
     v->n_nodes = 1;
-    v->texts = texts;
     v->n = n;
     for (int32_t t = 0; t < n; t++) {
-        v->lens[t] = lens ? lens[t] : strlen(texts[t]);
         v->eog[t] = eog ? eog[t] : 0;
         v->next_tok[t] = -1;
         if (!v->lens[t] || v->eog[t]) continue;
         uint32_t node = 0;
-        for (size_t i = 0; i < v->lens[t] && (node || i == 0); i++) node = child_of(v, node, (unsigned char)texts[t][i]);
+        for (size_t i = 0; i < v->lens[t] && (node || i == 0); i++) node = child_of(v, node, (unsigned char)v->texts[t][i]);
         if (!node) goto fail;
         v->next_tok[t] = v->nodes[node].tok;
         v->nodes[node].tok = t;
@@ -293,6 +302,8 @@ fail:
 void st_gvocab_free(st_gvocab *v) {
     if (!v) return;
     free(v->nodes);
+    free(v->texts);
+    free(v->blob);
     free(v->next_tok);
     free(v->lens);
     free(v->eog);

@@ -22,6 +22,14 @@ struct st_sampler {
     /* scratch */
     cand *c;          /* [n_vocab] */
     int32_t *idx_of;  /* [n_vocab] candidate index or -1 */
+    /* constraint and biases */
+    st_sampler_constraint con;
+    int has_con;
+    uint8_t *allowed;  /* [n_vocab] when has_con */
+    int32_t *bias_id;
+    float *bias_val;
+    int32_t n_bias;
+    uint64_t masked;
 };
 
 void st_sampler_params_default(st_sampler_params *p) {
@@ -64,6 +72,10 @@ st_sampler *st_sampler_new(const st_sampler_params *p, int32_t n_vocab) {
 
 void st_sampler_free(st_sampler *s) {
     if (!s) return;
+    if (s->has_con && s->con.free_user) s->con.free_user(s->con.user);
+    free(s->allowed);
+    free(s->bias_id);
+    free(s->bias_val);
     free(s->hist);
     free(s->counts);
     free(s->c);
@@ -102,12 +114,37 @@ void st_sampler_accept(st_sampler *s, int32_t tok) {
     if (s->counts[tok]++ == 0) s->n_distinct++;
 }
 
+void st_sampler_set_constraint(st_sampler *s, const st_sampler_constraint *c) {
+    if (s->has_con && s->con.free_user) s->con.free_user(s->con.user);
+    s->has_con = c != NULL;
+    if (c) s->con = *c;
+}
+
+int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, int32_t n) {
+    free(s->bias_id);
+    free(s->bias_val);
+    s->bias_id = n > 0 ? malloc(sizeof *ids * (size_t)n) : NULL;
+    s->bias_val = n > 0 ? malloc(sizeof *bias * (size_t)n) : NULL;
+    s->n_bias = 0;
+    if (n > 0 && (!s->bias_id || !s->bias_val)) return -1;
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < s->n_vocab) {
+            s->bias_id[s->n_bias] = ids[i];
+            s->bias_val[s->n_bias++] = bias[i];
+        }
+    return 0;
+}
+
+uint64_t st_sampler_masked_steps(const st_sampler *s) { return s->masked; }
+
 int st_sampler_is_greedy(const st_sampler *s) {
+    if (s->has_con || s->n_bias) return 0;
     return s->p.temp <= 0.0f && (!penalties_active(&s->p) || s->n_distinct == 0);
 }
 
 int32_t st_sampler_candidates_needed(const st_sampler *s) {
     const st_sampler_params *p = &s->p;
+    if (s->has_con || s->n_bias) return 0;
     int32_t pen = 0;
     if (penalties_active(p) && s->n_distinct > 0) {
         /* only penalties that never raise a logit keep the top-N set exact */
@@ -226,12 +263,32 @@ static int32_t run_chain(st_sampler *s, cand *c, int32_t n) {
     return c[n - 1].id;
 }
 
-int32_t st_sampler_sample(st_sampler *s, const float *logits) {
+static void load(st_sampler *s, const float *logits) {
     for (int32_t i = 0; i < s->n_vocab; i++) {
         s->c[i].id = i;
         s->c[i].logit = logits[i];
     }
-    return run_chain(s, s->c, s->n_vocab);
+    for (int32_t k = 0; k < s->n_bias; k++) s->c[s->bias_id[k]].logit += s->bias_val[k];
+}
+
+/* The drawn token was refused: draw again among the allowed ones only. */
+static int32_t sample_masked(st_sampler *s, const float *logits) {
+    if (!s->allowed && !(s->allowed = malloc((size_t)s->n_vocab))) return -1;
+    s->masked++;
+    if (s->con.mask(s->con.user, s->allowed) <= 0) return -1;
+    load(s, logits);
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (s->allowed[i]) s->c[m++] = s->c[i];
+    return run_chain(s, s->c, m);
+}
+
+int32_t st_sampler_sample(st_sampler *s, const float *logits) {
+    load(s, logits);
+    int32_t t = run_chain(s, s->c, s->n_vocab);
+    if (s->has_con && t >= 0 && !s->con.token_ok(s->con.user, t)) t = sample_masked(s, logits);
+    if (s->has_con && t >= 0 && s->con.accept) s->con.accept(s->con.user, t);
+    return t;
 }
 
 int32_t st_sampler_sample_cand(st_sampler *s, const int32_t *ids, const float *logits, int32_t n) {

@@ -5,6 +5,7 @@
 #define STRATA_SERVER_AGENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct cJSON cJSON;
 struct st_oai_error;
@@ -17,7 +18,13 @@ typedef struct st_agent_req {
     char tool_name[128];    /* NAMED: the function */
     int parallel_tool_calls;/* default 1 */
     int think_inline;       /* keep <think> text in content (extension "reasoning_format": "none") */
+    char *grammar;          /* GBNF from "grammar" or response_format (owned), or NULL */
+    int32_t *bias_ids;      /* logit_bias (owned) */
+    float *bias_vals;
+    int32_t n_bias;
 } st_agent_req;
+
+void st_agent_req_free(st_agent_req *a);
 
 /* Validate and read the agent fields of a request body (root). Returns 0, or -1 with *err
  * (400 with the parameter named) for a malformed value or a feature this server refuses. */

@@ -2,9 +2,13 @@
 #include "server/agent.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "server/openai.h"
 
 static int parse_tools(const cJSON *root, st_agent_req *a, st_oai_error *err) {
@@ -60,16 +64,83 @@ static int refuse_unsupported(const cJSON *root, st_oai_error *err) {
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "grammar");
     const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
     const cJSON *echo = cJSON_GetObjectItemCaseSensitive(root, "echo");
+    (void)rf;
+    (void)rft;
+    (void)g;
+    (void)lb;
     const char *what = (cJSON_IsTrue(lp) || (cJSON_IsNumber(lp) && lp->valuedouble > 0)) ? "logprobs"
-                       : rf && !cJSON_IsNull(rf) && !(cJSON_IsString(rft) && !strcmp(rft->valuestring, "text")) ? "response_format"
                        : cJSON_IsNumber(n) && n->valuedouble != 1 ? "n"
-                       : cJSON_IsString(g) && g->valuestring[0] ? "grammar"
-                       : cJSON_IsObject(lb) && cJSON_GetArraySize(lb) > 0 ? "logit_bias"
                        : cJSON_IsTrue(echo) ? "echo"
                        : NULL;
     if (what)
         return st_oai_error_set(err, 400, NULL, "unsupported_parameter", what, "'%s' is not supported by this server yet", what);
     return 0;
+}
+
+/* response_format json_object / json_schema, or a GBNF "grammar": a->grammar, checked here so
+ * a mistake is a 400 that says where. */
+static int parse_structured(const cJSON *root, st_agent_req *a, st_oai_error *err) {
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "grammar");
+    char msg[300];
+    if (rf && !cJSON_IsNull(rf)) {
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rf, "type");
+        if (!cJSON_IsString(ty))
+            return st_oai_error_set(err, 400, NULL, "invalid_value", "response_format", "'response_format.type' must be a string");
+        if (!strcmp(ty->valuestring, "json_object")) a->grammar = st_json_schema_to_gbnf(NULL, msg, sizeof msg);
+        else if (!strcmp(ty->valuestring, "json_schema")) {
+            const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+            const cJSON *schema = js ? cJSON_GetObjectItemCaseSensitive(js, "schema") : NULL;
+            if (!cJSON_IsObject(schema))
+                return st_oai_error_set(err, 400, NULL, "invalid_value", "response_format", "'response_format.json_schema.schema' must be an object");
+            a->grammar = st_json_schema_to_gbnf(schema, msg, sizeof msg);
+            if (!a->grammar)
+                return st_oai_error_set(err, 400, NULL, "invalid_value", "response_format", "invalid JSON schema at response_format.json_schema.schema.%s", msg);
+        } else if (strcmp(ty->valuestring, "text"))
+            return st_oai_error_set(err, 400, NULL, "invalid_value", "response_format", "'response_format.type' must be text, json_object or json_schema");
+    }
+    if (g && !cJSON_IsNull(g)) {
+        if (!cJSON_IsString(g)) return st_oai_error_set(err, 400, NULL, "invalid_type", "grammar", "'grammar' must be a GBNF string");
+        if (a->grammar) return st_oai_error_set(err, 400, NULL, "invalid_value", "grammar", "give 'grammar' or 'response_format', not both");
+        if (g->valuestring[0] && !(a->grammar = strdup(g->valuestring)))
+            return st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    if (!a->grammar) return 0;
+    st_grammar *c = st_grammar_parse(a->grammar, msg, sizeof msg);
+    if (!c) return st_oai_error_set(err, 400, NULL, "invalid_grammar", g && cJSON_IsString(g) ? "grammar" : "response_format", "invalid grammar: %s", msg);
+    st_grammar_free(c);
+    return 0;
+}
+
+static int parse_bias(const cJSON *root, st_agent_req *a, st_oai_error *err) {
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias"), *e;
+    if (!lb || cJSON_IsNull(lb)) return 0;
+    if (!cJSON_IsObject(lb)) return st_oai_error_set(err, 400, NULL, "invalid_type", "logit_bias", "'logit_bias' must be an object of token id -> bias");
+    int n = cJSON_GetArraySize(lb);
+    a->bias_ids = malloc(sizeof *a->bias_ids * (size_t)(n ? n : 1));
+    a->bias_vals = malloc(sizeof *a->bias_vals * (size_t)(n ? n : 1));
+    if (!a->bias_ids || !a->bias_vals) return st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    cJSON_ArrayForEach(e, lb) {
+        char *end;
+        long id = strtol(e->string, &end, 10);
+        if (*end || end == e->string || id < 0 || id > INT32_MAX)
+            return st_oai_error_set(err, 400, NULL, "invalid_value", "logit_bias", "logit_bias key '%.60s' is not a token id", e->string);
+        if (!cJSON_IsNumber(e) || e->valuedouble < -100 || e->valuedouble > 100)
+            return st_oai_error_set(err, 400, NULL, "invalid_value", "logit_bias", "logit_bias['%.60s'] must be a number from -100 to 100", e->string);
+        a->bias_ids[a->n_bias] = (int32_t)id;
+        a->bias_vals[a->n_bias++] = e->valuedouble <= -100 ? -INFINITY : (float)e->valuedouble;
+    }
+    return 0;
+}
+
+void st_agent_req_free(st_agent_req *a) {
+    free(a->grammar);
+    free(a->bias_ids);
+    free(a->bias_vals);
+    a->grammar = NULL;
+    a->bias_ids = NULL;
+    a->bias_vals = NULL;
+    a->n_bias = 0;
 }
 
 int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *err) {
@@ -84,5 +155,6 @@ int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *e
     if (cJSON_IsBool(ptc)) a->parallel_tool_calls = cJSON_IsTrue(ptc);
     const cJSON *rfmt = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
     a->think_inline = cJSON_IsString(rfmt) && !strcmp(rfmt->valuestring, "none");
+    if (parse_structured(root, a, err) || parse_bias(root, a, err)) return -1;
     return 0;
 }

@@ -367,8 +367,17 @@ static void *reader_main(void *arg) {
 
 st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                         const st_sampler_params *sp, int *status, char *msg, size_t msglen) {
-    st_req *r = calloc(1, sizeof *r);
+    return st_front_submit_ex(f, prompt, n, max_tokens, ignore_eos, sp, NULL, status, msg, msglen);
+}
+
+st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                           const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen) {
+    size_t nbody = 0;
+    void *body = st_msg_submit_pack(prompt, n, x ? x->grammar : NULL, x ? x->bias_ids : NULL, x ? x->bias_vals : NULL,
+                                    x ? x->n_bias : 0, &nbody);
+    st_req *r = body ? calloc(1, sizeof *r) : NULL;
     if (!r) {
+        free(body);
         *status = 500;
         snprintf(msg, msglen, "out of memory");
         return NULL;
@@ -382,6 +391,7 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
         snprintf(msg, msglen, "the engine is not ready (%s)", f->state_reason[0] ? f->state_reason : "loading");
         pthread_mutex_unlock(&f->mu);
         free(r);
+        free(body);
         return NULL;
     }
     r->id = ++f->next_id;
@@ -397,9 +407,12 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
     m.ignore_eos = ignore_eos != 0;
     m.n_prompt = n;
     m.sp = *sp;
+    m.n_grammar = x && x->grammar ? (int32_t)strlen(x->grammar) : 0;
+    m.n_bias = x ? x->n_bias : 0;
     pthread_mutex_lock(&f->send_mu);
-    st_msg_send(fd, ST_MSG_SUBMIT, &m, sizeof m, prompt, sizeof(int32_t) * (size_t)n);
+    st_msg_send(fd, ST_MSG_SUBMIT, &m, sizeof m, body, nbody);
     pthread_mutex_unlock(&f->send_mu);
+    free(body);
     /* a failed send means the engine died: the reader fails the request */
     return r;
 }

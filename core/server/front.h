@@ -84,6 +84,15 @@ const char *st_front_prompt_text(const st_front *f, const char *prompt);
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */
 st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                         const st_sampler_params *sp, int *status, char *msg, size_t msglen);
+/* st_front_submit with a grammar and logit biases (any may be NULL/0). */
+typedef struct st_submit_extra {
+    const char *grammar;
+    const int32_t *bias_ids;
+    const float *bias_vals;
+    int32_t n_bias;
+} st_submit_extra;
+st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                           const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen);
 /* Ask the engine to cancel a request (ignored when it already finished). */
 void st_front_cancel(st_front *f, st_req *r);
 /* Drop the caller's reference (the registry drops its own when the request is done). */

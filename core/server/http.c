@@ -315,7 +315,8 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     sp.seed = g->q.has_seed ? g->q.seed : (st_now_ns() ^ 0x5DEECE66Dull);
     int status = 0;
     char msg[600];
-    g->r = st_front_submit(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &status, msg, sizeof msg);
+    st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias};
+    g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
         gen_free(g);

@@ -251,6 +251,7 @@ done:
 }
 
 void st_oai_request_free(st_oai_request *r) {
+    st_agent_req_free(&r->agent);
     free(r->prompt);
     r->prompt = NULL;
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
