@@ -87,8 +87,69 @@ await check('props: template source, slots, context', async () => {
   assert.ok(j.default_generation_settings.n_ctx > 0);
 });
 
-await check('not supported yet: response_format, logprobs, n>1, grammar are 400s naming the field', async () => {
-  for (const [k, v] of [['response_format', { type: 'json_object' }], ['logprobs', true], ['n', 2], ['grammar', 'root ::= "a"']]) {
+const schema = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer' }, sure: { type: 'boolean' } },
+  required: ['answer', 'n'] };
+function valid(o) {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return false;
+  for (const k of Object.keys(o)) if (!['answer', 'n', 'sure'].includes(k)) return false;
+  return ['yes', 'no'].includes(o.answer) && Number.isInteger(o.n) && (o.sure === undefined || typeof o.sure === 'boolean');
+}
+
+await check('json_schema: 50 of 50 sampled outputs parse and validate against the schema', async () => {
+  let ok = 0, done = 0;
+  const bad = [];
+  for (let i = 0; i < 50; i += 2) {
+    const rs = await Promise.all([i, i + 1].map((k) => client.chat.completions.create({
+      model: 'tiny', messages: [{ role: 'user', content: 'Answer in JSON.' }], max_tokens: 120, temperature: 1, seed: 1000 + k,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', strict: true, schema } },
+    })));
+    for (const r of rs) {
+      done++;
+      let o = null;
+      try { o = JSON.parse(r.choices[0].message.content); } catch { /* counted as bad */ }
+      if (valid(o) && r.choices[0].finish_reason === 'stop') ok++;
+      else bad.push(r.choices[0].message.content);
+    }
+  }
+  assert.equal(ok, 50, `${ok}/${done} valid; first bad: ${JSON.stringify(bad[0])}`);
+});
+
+await check('json_object: the content is a JSON object', async () => {
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'JSON please' }], max_tokens: 200,
+    temperature: 1, seed: 7, response_format: { type: 'json_object' }, logit_bias: { } });
+  const c = r.choices[0].message.content;
+  if (r.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(c), 'object', c);
+  else assert.ok(c.startsWith('{'), c); /* cut by max_tokens: still the start of an object */
+});
+
+await check('grammar: a GBNF grammar is followed; a wrong one is a 400 saying where', async () => {
+  const r = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 20, temperature: 1, seed: 3,
+    grammar: 'root ::= ("yes" | "no") "!"' });
+  assert.equal(r.status, 200, r.text);
+  assert.match(r.json.choices[0].message.content, /^(yes|no)!$/);
+  const b = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], grammar: 'root ::= "a" (b' });
+  assert.equal(b.status, 400);
+  assert.equal(b.json.error.param, 'grammar');
+  assert.match(b.json.error.message, /line 1, col \d+/);
+  const s = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }],
+    response_format: { type: 'json_schema', json_schema: { schema: { type: 'object', properties: { a: { type: 'strin' } } } } } });
+  assert.equal(s.status, 400);
+  assert.match(s.json.error.message, /properties\.a: unknown type 'strin'/);
+});
+
+await check('logit_bias: +100 on one token makes a greedy decode repeat it; a bad key is a 400', async () => {
+  const tok = 5;
+  const r = await post(srv, '/v1/completions', { prompt: 'hello', max_tokens: 6, temperature: 0, logit_bias: { [tok]: 100 } });
+  assert.equal(r.status, 200, r.text);
+  const d = await post(srv, '/detokenize', { tokens: Array(6).fill(tok) });
+  assert.equal(r.json.choices[0].text, d.json.content);
+  const b = await post(srv, '/v1/completions', { prompt: 'hello', logit_bias: { abc: 1 } });
+  assert.equal(b.status, 400);
+  assert.equal(b.json.error.param, 'logit_bias');
+});
+
+await check('not supported yet: logprobs, n>1, echo are 400s naming the field', async () => {
+  for (const [k, v] of [['logprobs', true], ['n', 2], ['echo', true]]) {
     const r = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, [k]: v });
     assert.equal(r.status, 400, `${k}: ${r.text}`);
     assert.equal(r.json.error.param, k);
