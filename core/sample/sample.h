@@ -81,6 +81,9 @@ void st_sampler_set_constraint(st_sampler *s, const st_sampler_constraint *c);
 int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, int32_t n);
 /* Times the fast path failed and the full mask was computed (for statistics). */
 uint64_t st_sampler_masked_steps(const st_sampler *s);
+/* Times the fast path failed and the top-k allowed tokens were found among the best
+ * candidates instead (no full mask). */
+uint64_t st_sampler_scanned_steps(const st_sampler *s);
 
 /* Nonzero when the sampler is plain argmax of the raw logits (temp <= 0, no penalties active):
  * a device-side ARGMAX gives the same answer. */

@@ -29,7 +29,7 @@ struct st_sampler {
     int32_t *bias_id;
     float *bias_val;
     int32_t n_bias;
-    uint64_t masked;
+    uint64_t masked, scanned;
 };
 
 void st_sampler_params_default(st_sampler_params *p) {
@@ -136,6 +136,7 @@ int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, in
 }
 
 uint64_t st_sampler_masked_steps(const st_sampler *s) { return s->masked; }
+uint64_t st_sampler_scanned_steps(const st_sampler *s) { return s->scanned; }
 
 int st_sampler_is_greedy(const st_sampler *s) {
     if (s->has_con || s->n_bias) return 0;
@@ -271,8 +272,36 @@ static void load(st_sampler *s, const float *logits) {
     for (int32_t k = 0; k < s->n_bias; k++) s->c[s->bias_id[k]].logit += s->bias_val[k];
 }
 
+/* The drawn token was refused. With top-k on, the chain only ever sees the k best allowed
+ * tokens: look for them among the best 4k candidates one check each, and draw
+ * from them (the same set the full mask would give); only when fewer than k are there is the
+ * whole vocabulary masked. */
+#define ST_SAMPLER_SCAN 1024
+static int32_t sample_scanned(st_sampler *s, const float *logits, int *done) {
+    *done = 0;
+    int32_t k = s->p.temp <= 0.0f ? 1 : s->p.top_k;
+    if (k <= 0 || k > ST_SAMPLER_SCAN / 4 || s->n_vocab <= 4 * k) return -1;
+    load(s, logits);
+    apply_penalties(s, s->c, s->n_vocab);
+    int32_t n = keep_top_k(s->c, s->n_vocab, 4 * k), m = 0; /* few allowed among 4k: mask instead */
+    for (int32_t i = 0; i < n && m < k; i++)
+        if (s->con.token_ok(s->con.user, s->c[i].id)) s->c[m++] = s->c[i];
+    if (m < k) return -1;
+    *done = 1;
+    s->scanned++;
+    /* penalties are applied already: run the rest of the chain without them */
+    st_sampler_params keep = s->p;
+    s->p.penalty_last_n = 0;
+    int32_t t = run_chain(s, s->c, m);
+    s->p = keep;
+    return t;
+}
+
 /* The drawn token was refused: draw again among the allowed ones only. */
 static int32_t sample_masked(st_sampler *s, const float *logits) {
+    int done;
+    int32_t t = sample_scanned(s, logits, &done);
+    if (done) return t;
     if (!s->allowed && !(s->allowed = malloc((size_t)s->n_vocab))) return -1;
     s->masked++;
     if (s->con.mask(s->con.user, s->allowed) <= 0) return -1;

@@ -128,9 +128,32 @@ static enum MHD_Result props(st_front *f, struct MHD_Connection *c) {
     return reply(c, 200, o);
 }
 
+/* /v1/embeddings: pooled hidden states need a model with a pooling type; generative models
+ * have none, which is said plainly. */
+static enum MHD_Result embeddings(st_front *f, struct MHD_Connection *c) {
+    const char *arch = NULL;
+    char key[160];
+    uint32_t pooling = 0;
+    st_oai_error e;
+    if (st_gguf_get_str(f->gguf, "general.architecture", &arch, NULL) != ST_GGUF_OK) arch = "";
+    snprintf(key, sizeof key, "%s.pooling_type", arch);
+    if (st_gguf_get_u32(f->gguf, key, &pooling) != ST_GGUF_OK || pooling == 0) {
+        st_oai_error_set(&e, 400, NULL, "model_not_embedding", "model",
+                         "'%s' has no pooling type (%s is absent or none): it is a generative model and gives no embeddings; "
+                         "serve an embedding model for /v1/embeddings", f->model_id, key);
+        return reply_error(c, &e);
+    }
+    st_oai_error_set(&e, 501, "server_error", "not_implemented", NULL, "embeddings of pooling models are not implemented yet");
+    return reply_error(c, &e);
+}
+
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res) {
     int post = !strcmp(method, "POST");
+    if (!strcmp(url, "/v1/embeddings")) { /* the key was checked with the other /v1/ routes */
+        *res = embeddings(f, c);
+        return 1;
+    }
     int known = !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
                 !strcmp(url, "/props");
     if (!known) return 0;

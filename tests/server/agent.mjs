@@ -148,6 +148,13 @@ await check('logit_bias: +100 on one token makes a greedy decode repeat it; a ba
   assert.equal(b.json.error.param, 'logit_bias');
 });
 
+await check('embeddings: a generative model is a 400 that says it has no pooling', async () => {
+  const r = await post(srv, '/v1/embeddings', { input: 'hello', model: 'tiny' });
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.json.error.code, 'model_not_embedding');
+  assert.match(r.json.error.message, /pooling_type/);
+});
+
 await check('not supported yet: logprobs, n>1, echo are 400s naming the field', async () => {
   for (const [k, v] of [['logprobs', true], ['n', 2], ['echo', true]]) {
     const r = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, [k]: v });
