@@ -427,6 +427,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         ev.kind = ST_EV_TOKEN;
         ev.id = s->id;
         ev.token = t;
+        st_sampler_last_logprobs(s->smp, &ev.lp);
         emit(user, &ev);
         s->n_gen++;
         s->last_token = t;

@@ -38,6 +38,8 @@ typedef struct st_gen_request {
     const int32_t *bias_ids; /* [n_bias] logit biases (copied by submit) */
     const float *bias_vals;
     int32_t n_bias;
+    int32_t want_logprobs;   /* nonzero: each token's log probability is sent (event lp) */
+    int32_t top_logprobs;    /* with it, this many alternatives (0..20) */
 } st_gen_request;
 
 /* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters
@@ -77,6 +79,7 @@ typedef struct st_engine_event {
     double decode_ms;   /* DONE: time from the first token to the end */
     char msg[256];      /* DONE with ERROR: what failed */
     st_engine_experts experts; /* DONE: the request's expert statistics (valid = 0 when none) */
+    st_token_logprobs lp;      /* TOKEN: its log probabilities when the request asked (lp.valid) */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);

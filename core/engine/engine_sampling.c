@@ -11,6 +11,7 @@ st_sampler *st_engine_sampler_for(const st_gen_request *r, int32_t n_vocab, cons
     st_sampler *s = st_sampler_new(&r->sp, n_vocab);
     if (!s) goto oom;
     if (r->n_bias > 0 && st_sampler_set_bias(s, r->bias_ids, r->bias_vals, r->n_bias)) goto oom;
+    st_sampler_set_logprobs(s, r->want_logprobs ? r->top_logprobs : -1);
     if (!r->grammar || !r->grammar[0]) return s;
     if (!v) {
         snprintf(err, errlen, "invalid_grammar: this engine has no vocabulary for grammars");

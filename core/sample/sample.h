@@ -85,6 +85,23 @@ uint64_t st_sampler_masked_steps(const st_sampler *s);
  * candidates instead (no full mask). */
 uint64_t st_sampler_scanned_steps(const st_sampler *s);
 
+/* ---- log probabilities ---------------------------------------------------------------- */
+#define ST_LOGPROBS_MAX 20
+typedef struct st_token_logprobs {
+    int32_t valid;                      /* set for a token sampled with logprobs on */
+    float logprob;                      /* of the chosen token */
+    int32_t n_top;
+    int32_t top_id[ST_LOGPROBS_MAX];    /* the n_top most likely tokens, best first */
+    float top_lp[ST_LOGPROBS_MAX];
+} st_token_logprobs;
+
+/* After each st_sampler_sample, record the chosen token's log probability and the n_top best
+ * (0..20; -1 turns it off): log-softmax of the logits plus biases at temperature 1, before
+ * truncation (the model's distribution, as OpenAI reports it). */
+void st_sampler_set_logprobs(st_sampler *s, int32_t n_top);
+/* The record of the last sample (valid = 0 when off). */
+void st_sampler_last_logprobs(const st_sampler *s, st_token_logprobs *out);
+
 /* Nonzero when the sampler is plain argmax of the raw logits (temp <= 0, no penalties active):
  * a device-side ARGMAX gives the same answer. */
 int st_sampler_is_greedy(const st_sampler *s);

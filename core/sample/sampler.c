@@ -30,6 +30,8 @@ struct st_sampler {
     float *bias_val;
     int32_t n_bias;
     uint64_t masked, scanned;
+    int32_t lp_top;           /* -1 off */
+    st_token_logprobs last;
 };
 
 void st_sampler_params_default(st_sampler_params *p) {
@@ -66,6 +68,7 @@ st_sampler *st_sampler_new(const st_sampler_params *p, int32_t n_vocab) {
         return NULL;
     }
     for (int32_t i = 0; i < n_vocab; i++) s->idx_of[i] = -1;
+    s->lp_top = -1;
     st_rng_seed(&s->rng, p->seed);
     return s;
 }
@@ -136,10 +139,54 @@ int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, in
 }
 
 uint64_t st_sampler_masked_steps(const st_sampler *s) { return s->masked; }
+
+void st_sampler_set_logprobs(st_sampler *s, int32_t n_top) {
+    s->lp_top = n_top < 0 ? -1 : n_top > ST_LOGPROBS_MAX ? ST_LOGPROBS_MAX : n_top;
+}
+
+void st_sampler_last_logprobs(const st_sampler *s, st_token_logprobs *out) { *out = s->last; }
+
+static float biased(const st_sampler *s, const float *logits, int32_t i) {
+    float l = logits[i];
+    for (int32_t k = 0; k < s->n_bias; k++)
+        if (s->bias_id[k] == i) l += s->bias_val[k];
+    return l;
+}
+
+/* log-softmax of the biased logits: the chosen token's value and the n best. */
+static void record_logprobs(st_sampler *s, const float *logits, int32_t t) {
+    st_token_logprobs *r = &s->last;
+    memset(r, 0, sizeof *r);
+    if (s->lp_top < 0 || t < 0) return;
+    double mx = -INFINITY, sum = 0.0;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        float l = s->n_bias ? biased(s, logits, i) : logits[i];
+        if (l > mx) mx = l;
+    }
+    for (int32_t i = 0; i < s->n_vocab; i++) sum += exp((double)(s->n_bias ? biased(s, logits, i) : logits[i]) - mx);
+    double lse = mx + log(sum);
+    r->valid = 1;
+    r->logprob = (float)((s->n_bias ? biased(s, logits, t) : logits[t]) - lse);
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_vocab && s->lp_top > 0; i++) { /* insertion into the n best */
+        float l = logits[i];
+        if (n == s->lp_top && l <= r->top_lp[n - 1]) continue;
+        int32_t j = n < s->lp_top ? n++ : n - 1;
+        while (j > 0 && r->top_lp[j - 1] < l) {
+            r->top_lp[j] = r->top_lp[j - 1];
+            r->top_id[j] = r->top_id[j - 1];
+            j--;
+        }
+        r->top_lp[j] = l;
+        r->top_id[j] = i;
+    }
+    for (int32_t k = 0; k < n; k++) r->top_lp[k] = (float)((s->n_bias ? biased(s, logits, r->top_id[k]) : r->top_lp[k]) - lse);
+    r->n_top = n;
+}
 uint64_t st_sampler_scanned_steps(const st_sampler *s) { return s->scanned; }
 
 int st_sampler_is_greedy(const st_sampler *s) {
-    if (s->has_con || s->n_bias) return 0;
+    if (s->has_con || s->n_bias || s->lp_top >= 0) return 0;
     return s->p.temp <= 0.0f && (!penalties_active(&s->p) || s->n_distinct == 0);
 }
 
@@ -317,6 +364,7 @@ int32_t st_sampler_sample(st_sampler *s, const float *logits) {
     int32_t t = run_chain(s, s->c, s->n_vocab);
     if (s->has_con && t >= 0 && !s->con.token_ok(s->con.user, t)) t = sample_masked(s, logits);
     if (s->has_con && t >= 0 && s->con.accept) s->con.accept(s->con.user, t);
+    if (s->lp_top >= 0) record_logprobs(s, logits, t);
     return t;
 }
 

@@ -22,6 +22,7 @@ typedef struct st_agent_req {
     int32_t *bias_ids;      /* logit_bias (owned) */
     float *bias_vals;
     int32_t n_bias;
+    int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
 } st_agent_req;
 
 void st_agent_req_free(st_agent_req *a);
@@ -50,6 +51,22 @@ int st_agent_stream_hold(st_agent_stream *a, char **content);
  * (ids "call_<id_base>_<i>"), or NULL when there are none. */
 char *st_agent_stream_finish(st_agent_stream *a, const char *id, long created, const char *model, char **content,
                              char **reasoning);
+/* ---- logprobs of a generation (server/agent_logprobs.c) ----------------------------------- */
+struct st_tokenizer;
+struct st_token_logprobs;
+typedef struct st_agent_lp {
+    int on, chat;
+    size_t offset;  /* completions: text_offset of the next token */
+    cJSON *pending; /* entries not yet sent: chat content[] items, or completions columns */
+} st_agent_lp;
+void st_agent_lp_init(st_agent_lp *l, int on, int chat);
+void st_agent_lp_free(st_agent_lp *l);
+/* One consumed token and its record (lp may be NULL or not valid: logprob null). */
+void st_agent_lp_add(st_agent_lp *l, const struct st_tokenizer *tok, int32_t token, const struct st_token_logprobs *lp);
+/* Put the pending entries into choices[0].logprobs of a response or chunk JSON (a new string;
+ * the old is freed) and clear them; json unchanged when logprobs are off. */
+char *st_agent_lp_inject(st_agent_lp *l, char *json);
+
 /* Not streamed: the response JSON (made by st_oai_response_json) rewritten with the tool
  * calls found in *content: message.tool_calls, content null when empty, finish_reason
  * "tool_calls"; harmony reasoning moved to reasoning_content. Returns a new string (the old

@@ -88,3 +88,16 @@ const char *st_front_prompt_text(const st_front *f, const char *prompt) {
     if (f->jinja && n && st_tokenizer_add_bos(f->tok) && !strncmp(prompt, f->bos_text, n)) return prompt + n;
     return prompt;
 }
+
+void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp) {
+    if (i >= r->lps_cap) {
+        int32_t cap = r->lps_cap ? r->lps_cap * 2 : 64;
+        while (cap <= i) cap *= 2;
+        st_token_logprobs *p = realloc(r->lps, sizeof *p * (size_t)cap);
+        if (!p) return; /* this token goes without: its entry says so (valid = 0) */
+        memset(p + r->lps_cap, 0, sizeof *p * (size_t)(cap - r->lps_cap));
+        r->lps = p;
+        r->lps_cap = cap;
+    }
+    r->lps[i] = *lp;
+}

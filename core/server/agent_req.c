@@ -68,8 +68,8 @@ static int refuse_unsupported(const cJSON *root, st_oai_error *err) {
     (void)rft;
     (void)g;
     (void)lb;
-    const char *what = (cJSON_IsTrue(lp) || (cJSON_IsNumber(lp) && lp->valuedouble > 0)) ? "logprobs"
-                       : cJSON_IsNumber(n) && n->valuedouble != 1 ? "n"
+    (void)lp;
+    const char *what = cJSON_IsNumber(n) && n->valuedouble != 1 ? "n"
                        : cJSON_IsTrue(echo) ? "echo"
                        : NULL;
     if (what)
@@ -133,6 +133,32 @@ static int parse_bias(const cJSON *root, st_agent_req *a, st_oai_error *err) {
     return 0;
 }
 
+/* chat: logprobs true + top_logprobs 0..20; completions: logprobs N (0..5) */
+static int parse_logprobs(const cJSON *root, int chat, st_agent_req *a, st_oai_error *err) {
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
+    const cJSON *top = cJSON_GetObjectItemCaseSensitive(root, "top_logprobs");
+    if (!lp || cJSON_IsNull(lp) || cJSON_IsFalse(lp)) {
+        if (top && !cJSON_IsNull(top) && chat)
+            return st_oai_error_set(err, 400, NULL, "invalid_value", "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        return 0;
+    }
+    if (chat) {
+        if (!cJSON_IsBool(lp)) return st_oai_error_set(err, 400, NULL, "invalid_type", "logprobs", "'logprobs' must be a boolean");
+        a->want_logprobs = 1;
+        if (top && !cJSON_IsNull(top)) {
+            if (!cJSON_IsNumber(top) || top->valuedouble < 0 || top->valuedouble > 20 || top->valuedouble != (int)top->valuedouble)
+                return st_oai_error_set(err, 400, NULL, "invalid_value", "top_logprobs", "'top_logprobs' must be an integer from 0 to 20");
+            a->top_logprobs = (int32_t)top->valuedouble;
+        }
+        return 0;
+    }
+    if (!cJSON_IsNumber(lp) || lp->valuedouble < 0 || lp->valuedouble > 5 || lp->valuedouble != (int)lp->valuedouble)
+        return st_oai_error_set(err, 400, NULL, "invalid_value", "logprobs", "'logprobs' must be an integer from 0 to 5");
+    a->want_logprobs = 1;
+    a->top_logprobs = (int32_t)lp->valuedouble;
+    return 0;
+}
+
 void st_agent_req_free(st_agent_req *a) {
     free(a->grammar);
     free(a->bias_ids);
@@ -155,6 +181,6 @@ int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *e
     if (cJSON_IsBool(ptc)) a->parallel_tool_calls = cJSON_IsTrue(ptc);
     const cJSON *rfmt = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
     a->think_inline = cJSON_IsString(rfmt) && !strcmp(rfmt->valuestring, "none");
-    if (parse_structured(root, a, err) || parse_bias(root, a, err)) return -1;
+    if (parse_structured(root, a, err) || parse_bias(root, a, err) || parse_logprobs(root, chat, a, err)) return -1;
     return 0;
 }

@@ -176,6 +176,7 @@ static void req_unref(st_req *r) {
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
         free(r->toks);
+        free(r->lps);
         free(r);
     }
 }
@@ -212,7 +213,10 @@ static void on_event(st_front *f, const st_engine_event *ev) {
                 r->cap = cap;
             }
         }
-        if (r->n_toks < r->cap) r->toks[r->n_toks++] = ev->token;
+        if (r->n_toks < r->cap) {
+            if (ev->lp.valid) st_front_store_lp(r, r->n_toks, &ev->lp);
+            r->toks[r->n_toks++] = ev->token;
+        }
     } else {
         r->done = 1;
         r->done_ev = *ev;
@@ -409,6 +413,8 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
     m.sp = *sp;
     m.n_grammar = x && x->grammar ? (int32_t)strlen(x->grammar) : 0;
     m.n_bias = x ? x->n_bias : 0;
+    m.want_logprobs = x ? x->want_logprobs : 0;
+    m.top_logprobs = x ? x->top_logprobs : 0;
     pthread_mutex_lock(&f->send_mu);
     st_msg_send(fd, ST_MSG_SUBMIT, &m, sizeof m, body, nbody);
     pthread_mutex_unlock(&f->send_mu);

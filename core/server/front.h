@@ -30,7 +30,12 @@ typedef struct st_req {
     char fail_msg[1024];
     int refs;
     struct st_req *next;
+    st_token_logprobs *lps; /* [cap] per token when the request asked for logprobs (else NULL) */
+    int32_t lps_cap;
 } st_req;
+
+/* Keep token i's log probabilities (under r->mu; server/agent_front.c). */
+void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
 
 #define ST_LOG_RING 16
 
@@ -90,6 +95,7 @@ typedef struct st_submit_extra {
     const int32_t *bias_ids;
     const float *bias_vals;
     int32_t n_bias;
+    int32_t want_logprobs, top_logprobs;
 } st_submit_extra;
 st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                            const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen);

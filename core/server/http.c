@@ -39,6 +39,7 @@ typedef struct gen {
     size_t out_n, out_off;
     uint64_t t0;
     st_agent_stream ag; /* tool calls (server/agent_http.c) */
+    st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
 } gen;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, int status, const char *type, const char *body,
@@ -102,7 +103,10 @@ static void take_tokens(gen *g, int max) {
             break;
         }
         int32_t t = r->toks[g->consumed++];
+        st_token_logprobs lp = {0};
+        if (r->lps && g->consumed - 1 < r->lps_cap) lp = r->lps[g->consumed - 1];
         pthread_mutex_unlock(&r->mu);
+        if (!g->stop_hit) st_agent_lp_add(&g->lp, g->f->tok, t, &lp);
         const char *s;
         size_t n;
         if (g->stop_hit) continue;
@@ -149,6 +153,7 @@ static void gen_free(gen *g) {
     }
     st_detok_free(g->detok);
     st_agent_stream_free(&g->ag);
+    st_agent_lp_free(&g->lp);
     st_oai_text_free(&g->text);
     st_oai_request_free(&g->q);
     free(g->content);
@@ -222,6 +227,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, g->role_sent ? NULL : "assistant",
                                         g->content ? g->content : (g->role_sent || g->reasoning ? NULL : ""),
                                         g->reasoning, NULL);
+            j = st_agent_lp_inject(&g->lp, j);
             if (j) sse_data(g, j);
             free(j);
             g->role_sent = 1;
@@ -245,6 +251,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         if (done || (g->stop_hit && g->r->done)) {
             const char *fin = g->ag.n_calls ? "tool_calls" : finish_name(g);
             char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, NULL, NULL, NULL, fin);
+            if (g->lp.pending) j = st_agent_lp_inject(&g->lp, j);
             if (j) sse_data(g, j);
             free(j);
             if (g->q.include_usage) {
@@ -315,7 +322,9 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     sp.seed = g->q.has_seed ? g->q.seed : (st_now_ns() ^ 0x5DEECE66Dull);
     int status = 0;
     char msg[600];
-    st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias};
+    st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
+                         g->q.agent.want_logprobs, g->q.agent.top_logprobs};
+    st_agent_lp_init(&g->lp, g->q.agent.want_logprobs, chat);
     g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
@@ -389,6 +398,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     const char *fin = finish_name(g);
     char *j = st_oai_response_json(chat, g->id, g->created, f->model_id, g->content ? g->content : "", g->reasoning, fin, &u);
     if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id);
+    j = st_agent_lp_inject(&g->lp, j);
     log_request(g, fin);
     enum MHD_Result ok = send_text(c, 200, "application/json", j ? j : "{}", NULL);
     free(j);

@@ -36,6 +36,8 @@ typedef struct st_msg_submit {
     st_sampler_params sp;
     int32_t n_grammar; /* GBNF bytes after the tokens (no NUL) */
     int32_t n_bias;    /* then int32 ids[n_bias] and float biases[n_bias] */
+    int32_t want_logprobs; /* st_gen_request's */
+    int32_t top_logprobs;
 } st_msg_submit;
 
 /* A SUBMIT payload's request (server/proto_submit.c): r points into p (the grammar copied to

@@ -35,6 +35,8 @@ int st_msg_submit_unpack(void *p, size_t len, st_gen_request *r) {
     r->max_tokens = s->max_tokens;
     r->ignore_eos = s->ignore_eos;
     r->sp = s->sp;
+    r->want_logprobs = s->want_logprobs;
+    r->top_logprobs = s->top_logprobs;
     free(grammar);
     grammar = NULL;
     if (ng) {

@@ -155,8 +155,37 @@ await check('embeddings: a generative model is a 400 that says it has no pooling
   assert.match(r.json.error.message, /pooling_type/);
 });
 
-await check('not supported yet: logprobs, n>1, echo are 400s naming the field', async () => {
-  for (const [k, v] of [['logprobs', true], ['n', 2], ['echo', true]]) {
+await check('logprobs: chat (openai client) and completions; values are log probabilities that sum sensibly', async () => {
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 6,
+    temperature: 0, logprobs: true, top_logprobs: 5 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const e of content) {
+    assert.ok(e.logprob <= 0 && e.top_logprobs.length === 5, JSON.stringify(e));
+    const mass = e.top_logprobs.reduce((a, t) => a + Math.exp(t.logprob), 0);
+    assert.ok(mass > 0 && mass <= 1 + 1e-4, `top-5 probability mass ${mass}`);
+    for (let k = 1; k < 5; k++) assert.ok(e.top_logprobs[k - 1].logprob >= e.top_logprobs[k].logprob);
+    assert.ok(Math.abs(e.logprob - e.top_logprobs[0].logprob) < 1e-6, 'greedy picks the most likely token');
+    assert.deepEqual(Buffer.from(e.bytes).toString('latin1').length, e.bytes.length);
+  }
+  const c = await post(srv, '/v1/completions', { prompt: 'hello', max_tokens: 4, temperature: 0, logprobs: 3 });
+  const lp = c.json.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 4);
+  assert.equal(lp.tokens.join(''), c.json.choices[0].text);
+  assert.deepEqual(lp.text_offset[0], 0);
+  assert.ok(lp.token_logprobs.every((x) => x <= 0) && Object.keys(lp.top_logprobs[0]).length >= 1);
+  const s = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4,
+    temperature: 0, logprobs: true, stream: true });
+  let n = 0;
+  for await (const ch of s) if (ch.choices[0] && ch.choices[0].logprobs) n += ch.choices[0].logprobs.content.length;
+  assert.equal(n, 4, 'every streamed token has its logprobs entry');
+  const bad = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 21 });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error.param, 'top_logprobs');
+});
+
+await check('not supported yet: n>1 and echo are 400s naming the field', async () => {
+  for (const [k, v] of [['n', 2], ['echo', true]]) {
     const r = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, [k]: v });
     assert.equal(r.status, 400, `${k}: ${r.text}`);
     assert.equal(r.json.error.param, k);
