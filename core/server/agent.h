@@ -67,6 +67,17 @@ void st_agent_lp_add(st_agent_lp *l, const struct st_tokenizer *tok, int32_t tok
  * the old is freed) and clear them; json unchanged when logprobs are off. */
 char *st_agent_lp_inject(st_agent_lp *l, char *json);
 
+/* ---- /v1/responses over chat (server/agent_responses*.c) ------------------------------------ */
+typedef struct st_resp_stream st_resp_stream;
+/* The chat request body for a Responses request (malloc'ed), or NULL with *err (400). */
+char *st_responses_to_chat(const char *body, size_t n, struct st_oai_error *err);
+/* A chat completion JSON as a Response object JSON (malloc'ed), NULL when it is not one. */
+char *st_responses_from_chat(const char *chat_json);
+/* Streaming: chat chunks in, Responses events ("event: T\ndata: {...}\n\n") appended to *out. */
+st_resp_stream *st_resp_stream_new(const char *chat_id, long created, const char *model);
+void st_resp_stream_free(st_resp_stream *r);
+void st_resp_stream_feed(st_resp_stream *r, const char *chunk_json, char **out);
+
 /* Not streamed: the response JSON (made by st_oai_response_json) rewritten with the tool
  * calls found in *content: message.tool_calls, content null when empty, finish_reason
  * "tool_calls"; harmony reasoning moved to reasoning_content. Returns a new string (the old

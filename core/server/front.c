@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "platform/platform.h"
+#include "template/jinja.h"
 
 void st_serve_config_default(st_serve_config *c) {
     memset(c, 0, sizeof *c);
@@ -571,6 +572,7 @@ int st_serve_run(const st_serve_config *c) {
     pthread_join(reader, NULL);
     if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
+    st_jinja_free(f->jinja);
     free(f->stats_text);
     f->stats_text = NULL;
     st_gguf_close(f->gguf);

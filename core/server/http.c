@@ -40,6 +40,8 @@ typedef struct gen {
     uint64_t t0;
     st_agent_stream ag; /* tool calls (server/agent_http.c) */
     st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
+    int responses;      /* /v1/responses: chunks become Responses events (server/agent_responses_out.c) */
+    st_resp_stream *rs;
 } gen;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, int status, const char *type, const char *body,
@@ -88,6 +90,13 @@ static int sbuf_add(char **dst, size_t *n, const char *s) {
 }
 
 static void sse_data(gen *g, const char *json) {
+    if (g->rs) { /* /v1/responses: typed events instead */
+        char *ev = NULL;
+        st_resp_stream_feed(g->rs, json, &ev);
+        if (ev) sbuf_add(&g->out, &g->out_n, ev);
+        free(ev);
+        return;
+    }
     sbuf_add(&g->out, &g->out_n, "data: ");
     sbuf_add(&g->out, &g->out_n, json);
     sbuf_add(&g->out, &g->out_n, "\n\n");
@@ -154,6 +163,7 @@ static void gen_free(gen *g) {
     st_detok_free(g->detok);
     st_agent_stream_free(&g->ag);
     st_agent_lp_free(&g->lp);
+    st_resp_stream_free(g->rs);
     st_oai_text_free(&g->text);
     st_oai_request_free(&g->q);
     free(g->content);
@@ -271,10 +281,12 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) { gen_free(cls); }
 
-static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, int chat, const char *body, size_t n) {
+static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, int chat, const char *body, size_t n,
+                                       int responses) {
     gen *g = calloc(1, sizeof *g);
     if (!g) return fail(c, 500, "server_error", NULL, NULL, "out of memory");
     g->f = f;
+    g->responses = responses;
     g->conn = c;
     st_oai_error e;
     st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
@@ -344,6 +356,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();
+    if (responses && g->q.stream) g->rs = st_resp_stream_new(g->id, g->created, f->model_id);
     /* a refusal (queue full, context) or a failure before the first token arrives quickly:
      * answer it as an HTTP error; once a token came, a stream starts and carries any error */
     for (int i = 0; i < 40; i++) { /* up to 200 ms, watching the client as below */
@@ -399,6 +412,13 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     char *j = st_oai_response_json(chat, g->id, g->created, f->model_id, g->content ? g->content : "", g->reasoning, fin, &u);
     if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id);
     j = st_agent_lp_inject(&g->lp, j);
+    if (responses && j) {
+        char *rj = st_responses_from_chat(j);
+        if (rj) {
+            free(j);
+            j = rj;
+        }
+    }
     log_request(g, fin);
     enum MHD_Result ok = send_text(c, 200, "application/json", j ? j : "{}", NULL);
     free(j);
@@ -556,7 +576,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int chat = !strcmp(url, "/v1/chat/completions"), cmpl = !strcmp(url, "/v1/completions");
     if (chat || cmpl) {
         if (!post) return fail(c, 405, "invalid_request_error", "method_not_allowed", NULL, "use POST");
-        return handle_generate(f, c, chat, cs->body ? cs->body : "", cs->n);
+        return handle_generate(f, c, chat, cs->body ? cs->body : "", cs->n, 0);
+    }
+    if (!strcmp(url, "/v1/responses")) { /* the Responses API over chat (server/agent_responses.c) */
+        if (!post) return fail(c, 405, "invalid_request_error", "method_not_allowed", NULL, "use POST");
+        st_oai_error e;
+        char *chat_body = st_responses_to_chat(cs->body ? cs->body : "", cs->n, &e);
+        if (!chat_body) return send_error(c, &e);
+        enum MHD_Result r = handle_generate(f, c, 1, chat_body, strlen(chat_body), 1);
+        free(chat_body);
+        return r;
     }
     enum MHD_Result routed;
     if (st_agent_route(f, c, url, method, cs->body ? cs->body : "", cs->n, &routed)) return routed;

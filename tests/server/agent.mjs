@@ -148,6 +148,36 @@ await check('logit_bias: +100 on one token makes a greedy decode repeat it; a ba
   assert.equal(b.json.error.param, 'logit_bias');
 });
 
+await check('responses API (openai client): text, a tool offered, a function_call round trip, streamed events', async () => {
+  const rtools = [{ type: 'function', name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+  const r = await client.responses.create({ model: 'tiny', instructions: 'Be terse.', input: 'Weather in Paris?', tools: rtools,
+    max_output_tokens: 6, temperature: 0 });
+  assert.equal(r.object, 'response');
+  assert.ok(['completed', 'incomplete'].includes(r.status), r.status);
+  assert.equal(typeof r.output_text, 'string');
+  assert.ok(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
+  const turn2 = await client.responses.create({ model: 'tiny', max_output_tokens: 4, temperature: 0, tools: rtools, input: [
+    { role: 'user', content: 'Weather in Paris?' },
+    { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+    { type: 'function_call_output', call_id: 'call_1', output: '{"temp": 21}' },
+  ] });
+  assert.ok(turn2.usage.input_tokens > r.usage.input_tokens - 10, 'the tool round trip reached the prompt');
+  const stream = await client.responses.create({ model: 'tiny', input: 'hi', max_output_tokens: 5, temperature: 0, stream: true });
+  const types = [];
+  let text = '';
+  for await (const ev of stream) {
+    types.push(ev.type);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+  }
+  assert.equal(types[0], 'response.created');
+  assert.equal(types[types.length - 1], 'response.completed');
+  assert.ok(types.includes('response.output_text.delta') && types.includes('response.output_item.done'), types.join(','));
+  const bad = await post(srv, '/v1/responses', { input: 42 });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error.param, 'input');
+});
+
 await check('embeddings: a generative model is a 400 that says it has no pooling', async () => {
   const r = await post(srv, '/v1/embeddings', { input: 'hello', model: 'tiny' });
   assert.equal(r.status, 400, r.text);

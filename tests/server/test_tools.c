@@ -123,7 +123,42 @@ static void check_request(void) {
           "server.tools request: required without tools must be refused");
 }
 
+/* /v1/responses: input items become chat messages; chat chunks become typed events. */
+static void check_responses(void) {
+    st_oai_error e;
+    const char *body = "{\"instructions\":\"sys\",\"input\":[{\"role\":\"user\",\"content\":\"q\"},"
+                       "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+                       "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"42\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{}}],\"max_output_tokens\":9}";
+    char *chat = st_responses_to_chat(body, strlen(body), &e);
+    cJSON *o = chat ? cJSON_Parse(chat) : NULL;
+    cJSON *msgs = cJSON_GetObjectItem(o, "messages");
+    CHECK(cJSON_GetArraySize(msgs) == 4, "server.tools responses: %s", chat ? chat : e.message);
+    cJSON *a = cJSON_GetArrayItem(msgs, 2), *t = cJSON_GetArrayItem(msgs, 3);
+    CHECK(a && !strcmp(cJSON_GetObjectItem(a, "role")->valuestring, "assistant") &&
+              !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "tool_calls"), 0), "function"), "name")->valuestring, "f"),
+          "server.tools responses: the function_call is an assistant tool call: %s", chat);
+    CHECK(t && !strcmp(cJSON_GetObjectItem(t, "role")->valuestring, "tool") && !strcmp(cJSON_GetObjectItem(t, "tool_call_id")->valuestring, "c1"),
+          "server.tools responses: the output is a tool message: %s", chat);
+    CHECK(cJSON_GetObjectItem(o, "max_tokens")->valueint == 9 &&
+              !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 0), "type")->valuestring, "function"),
+          "server.tools responses: max_output_tokens and tools: %s", chat);
+    cJSON_Delete(o);
+    free(chat);
+    st_resp_stream *rs = st_resp_stream_new("chatcmpl-9", 1, "m");
+    char *ev = NULL;
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_x\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":null}]}", &ev);
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}", &ev);
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}", &ev);
+    CHECK(ev && strstr(ev, "event: response.created") && strstr(ev, "event: response.function_call_arguments.done") &&
+              strstr(ev, "\"call_id\":\"call_x\"") && strstr(ev, "event: response.completed"),
+          "server.tools responses stream: %s", ev ? ev : "(none)");
+    free(ev);
+    st_resp_stream_free(rs);
+}
+
 int main(void) {
+    check_responses();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) check_case(&k_cases[i]);
     check_stream();
     check_rewrite();
