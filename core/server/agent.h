@@ -10,6 +10,8 @@
 typedef struct cJSON cJSON;
 struct st_oai_error;
 
+#define ST_AGENT_MAX_N 16 /* most choices (n) in one request */
+
 enum { ST_TOOL_CHOICE_AUTO = 0, ST_TOOL_CHOICE_NONE = 1, ST_TOOL_CHOICE_REQUIRED = 2, ST_TOOL_CHOICE_NAMED = 3 };
 
 typedef struct st_agent_req {
@@ -23,6 +25,8 @@ typedef struct st_agent_req {
     float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
+    int n;                  /* choices (1..ST_AGENT_MAX_N) */
+    int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
 
 void st_agent_req_free(st_agent_req *a);
@@ -77,6 +81,16 @@ char *st_responses_from_chat(const char *chat_json);
 st_resp_stream *st_resp_stream_new(const char *chat_id, long created, const char *model);
 void st_resp_stream_free(st_resp_stream *r);
 void st_resp_stream_feed(st_resp_stream *r, const char *chunk_json, char **out);
+
+/* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
+/* The request's n (1 when absent or invalid: the parser reports those). */
+int st_agent_peek_n(const char *body, size_t len);
+/* One response JSON with the choices of json[0..n) (indexes 0..n-1, usage summed over the
+ * completions, the prompt counted once). Malloc'ed; the inputs are not freed. */
+char *st_agent_merge_choices(char *const *json, int n);
+/* completions with echo: choices[0].text = prompt + text (and text_offset moved). New string;
+ * the old is freed. */
+char *st_agent_echo(char *json, const char *prompt);
 
 /* Not streamed: the response JSON (made by st_oai_response_json) rewritten with the tool
  * calls found in *content: message.tool_calls, content null when empty, finish_reason

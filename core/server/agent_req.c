@@ -69,9 +69,9 @@ static int refuse_unsupported(const cJSON *root, st_oai_error *err) {
     (void)g;
     (void)lb;
     (void)lp;
-    const char *what = cJSON_IsNumber(n) && n->valuedouble != 1 ? "n"
-                       : cJSON_IsTrue(echo) ? "echo"
-                       : NULL;
+    (void)n;
+    (void)echo;
+    const char *what = NULL;
     if (what)
         return st_oai_error_set(err, 400, NULL, "unsupported_parameter", what, "'%s' is not supported by this server yet", what);
     return 0;
@@ -182,5 +182,14 @@ int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *e
     const cJSON *rfmt = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
     a->think_inline = cJSON_IsString(rfmt) && !strcmp(rfmt->valuestring, "none");
     if (parse_structured(root, a, err) || parse_bias(root, a, err) || parse_logprobs(root, chat, a, err)) return -1;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"), *echo = cJSON_GetObjectItemCaseSensitive(root, "echo");
+    a->n = cJSON_IsNumber(n) ? (int)n->valuedouble : 1;
+    if (a->n > 1 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream")))
+        return st_oai_error_set(err, 400, NULL, "unsupported_parameter", "n", "n > 1 is supported without streaming only, for now");
+    if (echo && !cJSON_IsNull(echo) && !cJSON_IsBool(echo))
+        return st_oai_error_set(err, 400, NULL, "invalid_type", "echo", "'echo' must be a boolean");
+    a->echo = !chat && cJSON_IsTrue(echo);
+    if (a->echo && a->want_logprobs)
+        return st_oai_error_set(err, 400, NULL, "unsupported_parameter", "echo", "'echo' with 'logprobs' is not supported (prompt tokens have no logprobs here)");
     return 0;
 }

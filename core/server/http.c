@@ -281,8 +281,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) { gen_free(cls); }
 
+/* One generation. choice > 0 offsets the seed (n > 1); with capture, the finished response JSON
+ * goes to *capture instead of the client (an error is still answered, *capture left NULL). */
 static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, int chat, const char *body, size_t n,
-                                       int responses) {
+                                       int responses, int choice, char **capture) {
     gen *g = calloc(1, sizeof *g);
     if (!g) return fail(c, 500, "server_error", NULL, NULL, "out of memory");
     g->f = f;
@@ -331,7 +333,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     sp.frequency_penalty = g->q.frequency_penalty;
     sp.repeat_penalty = g->q.repeat_penalty;
     sp.penalty_last_n = (g->q.presence_penalty != 0 || g->q.frequency_penalty != 0 || g->q.repeat_penalty != 1) ? -1 : 0;
-    sp.seed = g->q.has_seed ? g->q.seed : (st_now_ns() ^ 0x5DEECE66Dull);
+    sp.seed = g->q.has_seed ? g->q.seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull);
     int status = 0;
     char msg[600];
     st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
@@ -372,6 +374,11 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         if (any || failed) break;
         if (cancel_if_gone(f, g, c)) return MHD_NO;
         wait_news(g, 5);
+    }
+    if (g->q.stream && g->q.agent.echo) { /* completions with echo: the prompt comes first */
+        char *j = st_oai_chunk_json(0, g->id, g->created, f->model_id, NULL, g->q.prompt, NULL, NULL);
+        if (j) sse_data(g, j);
+        free(j);
     }
     if (g->q.stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, g, stream_free);
@@ -419,11 +426,38 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
             j = rj;
         }
     }
+    if (g->q.agent.echo) j = st_agent_echo(j, g->q.prompt);
     log_request(g, fin);
+    if (capture) {
+        *capture = j;
+        gen_free(g);
+        return MHD_YES;
+    }
     enum MHD_Result ok = send_text(c, 200, "application/json", j ? j : "{}", NULL);
     free(j);
     gen_free(g);
     return ok;
+}
+
+/* n > 1: the choices one after the other (the prompt's KV is reused through the prefix cache),
+ * merged into one response. */
+static enum MHD_Result handle_choices(st_front *f, struct MHD_Connection *c, int chat, const char *body, size_t n) {
+    int k = st_agent_peek_n(body, n);
+    if (k <= 1) return handle_generate(f, c, chat, body, n, 0, 0, NULL);
+    char *out[ST_AGENT_MAX_N] = {0};
+    enum MHD_Result r = MHD_YES;
+    int i = 0;
+    for (; i < k; i++) {
+        r = handle_generate(f, c, chat, body, n, 0, i, &out[i]);
+        if (!out[i]) break; /* answered with an error already */
+    }
+    if (i == k) {
+        char *merged = st_agent_merge_choices(out, k);
+        r = send_text(c, 200, "application/json", merged ? merged : "{}", NULL);
+        free(merged);
+    }
+    for (int j = 0; j < k; j++) free(out[j]);
+    return r;
 }
 
 static enum MHD_Result handle_health(st_front *f, struct MHD_Connection *c) {
@@ -576,14 +610,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     int chat = !strcmp(url, "/v1/chat/completions"), cmpl = !strcmp(url, "/v1/completions");
     if (chat || cmpl) {
         if (!post) return fail(c, 405, "invalid_request_error", "method_not_allowed", NULL, "use POST");
-        return handle_generate(f, c, chat, cs->body ? cs->body : "", cs->n, 0);
+        return handle_choices(f, c, chat, cs->body ? cs->body : "", cs->n);
     }
     if (!strcmp(url, "/v1/responses")) { /* the Responses API over chat (server/agent_responses.c) */
         if (!post) return fail(c, 405, "invalid_request_error", "method_not_allowed", NULL, "use POST");
         st_oai_error e;
         char *chat_body = st_responses_to_chat(cs->body ? cs->body : "", cs->n, &e);
         if (!chat_body) return send_error(c, &e);
-        enum MHD_Result r = handle_generate(f, c, 1, chat_body, strlen(chat_body), 1);
+        enum MHD_Result r = handle_generate(f, c, 1, chat_body, strlen(chat_body), 1, 0, NULL);
         free(chat_body);
         return r;
     }

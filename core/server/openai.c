@@ -154,10 +154,7 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
     if (r) out->max_tokens = (int32_t)v;
     if ((r = get_number(root, "max_tokens", 1, 1e9, &v, err)) < 0) goto done;
     if (r && out->max_tokens < 0) out->max_tokens = (int32_t)v;
-    if ((r = get_number(root, "n", 1, 1, &v, err)) < 0) {
-        st_oai_error_set(err, 400, NULL, "invalid_value", "n", "only n=1 is supported");
-        goto done;
-    }
+    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_choices.c */
     /* tools, tool_choice; features this server does not have are refused, not silently ignored */
     if (st_agent_parse(root, chat, &out->agent, err)) goto done;
     cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");

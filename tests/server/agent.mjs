@@ -214,12 +214,24 @@ await check('logprobs: chat (openai client) and completions; values are log prob
   assert.equal(bad.json.error.param, 'top_logprobs');
 });
 
-await check('not supported yet: n>1 and echo are 400s naming the field', async () => {
-  for (const [k, v] of [['n', 2], ['echo', true]]) {
-    const r = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, [k]: v });
-    assert.equal(r.status, 400, `${k}: ${r.text}`);
-    assert.equal(r.json.error.param, k);
-  }
+await check('n=3 (openai client): three choices, indexed, usage summed; n>1 streamed is a 400', async () => {
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], n: 3, max_tokens: 5,
+    temperature: 1, seed: 11 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(r.usage.completion_tokens, 15);
+  assert.ok(new Set(r.choices.map((c) => c.message.content)).size > 1, 'different seeds give different choices');
+  const s = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, n: 2, stream: true });
+  assert.equal(s.status, 400);
+  assert.equal(s.json.error.param, 'n');
+});
+
+await check('echo (completions): the prompt starts the text, streamed and not', async () => {
+  const r = await client.completions.create({ model: 'tiny', prompt: 'Once upon', max_tokens: 3, temperature: 0, echo: true });
+  assert.ok(r.choices[0].text.startsWith('Once upon'), r.choices[0].text);
+  const s = await client.completions.create({ model: 'tiny', prompt: 'Once upon', max_tokens: 3, temperature: 0, echo: true, stream: true });
+  let text = '';
+  for await (const ch of s) text += ch.choices[0] ? ch.choices[0].text : '';
+  assert.equal(text, r.choices[0].text);
 });
 
 await finish([srv]);

@@ -77,7 +77,7 @@ await check('wrong types and values -> 400 naming the parameter', async () => {
     [{ ...good, stream: 'yes' }, 'stream'],
     [{ ...good, stop: 5 }, 'stop'],
     [{ ...good, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
-    [{ ...good, n: 2 }, 'n'],
+    [{ ...good, n: 99 }, 'n'],
     [{ ...good, model: 42 }, 'model'],
     [{ ...good, top_p: 1.5 }, 'top_p'],
     [{ ...good, seed: 'x' }, 'seed'],
