@@ -28,6 +28,7 @@ typedef struct out {
     size_t errlen;
     char refs[64][96]; /* $ref targets already given a rule */
     int n_refs;
+    const char *prefix; /* of generated rule names, so several schemas share one grammar */
 } out;
 
 static void put(out *o, const char *s) {
@@ -75,7 +76,7 @@ static void put_json_literal(out *o, const cJSON *v) {
     cJSON_free(j);
 }
 
-static int new_rule(out *o, char *name, size_t n) { return snprintf(name, n, "r%d", o->n_rules++); }
+static int new_rule(out *o, char *name, size_t n) { return snprintf(name, n, "%sr%d", o->prefix, o->n_rules++); }
 
 static void node(out *o, const cJSON *s, const char *where, char *rule, size_t rn);
 
@@ -132,18 +133,19 @@ static void object_props(out *o, const cJSON *s, const cJSON *props, const char 
     o->n_rules += 2 * (n + 1);
     for (int k = n; k >= 0; k--) { /* rN_k = r{base+2k}, rC_k = r{base+2k+1} */
         char line[256];
-        if (k == n) snprintf(line, sizeof line, "r%d ::= \"\"\nr%d ::= \"\"\n", base + 2 * k, base + 2 * k + 1);
+        const char *P = o->prefix;
+        if (k == n) snprintf(line, sizeof line, "%sr%d ::= \"\"\n%sr%d ::= \"\"\n", P, base + 2 * k, P, base + 2 * k + 1);
         else if (required[k])
-            snprintf(line, sizeof line, "r%d ::= %s r%d\nr%d ::= \",\" space %s r%d\n", base + 2 * k, kv[k], base + 2 * k + 3,
-                     base + 2 * k + 1, kv[k], base + 2 * k + 3);
+            snprintf(line, sizeof line, "%sr%d ::= %s %sr%d\n%sr%d ::= \",\" space %s %sr%d\n", P, base + 2 * k, kv[k], P,
+                     base + 2 * k + 3, P, base + 2 * k + 1, kv[k], P, base + 2 * k + 3);
         else
-            snprintf(line, sizeof line, "r%d ::= %s r%d | r%d\nr%d ::= (\",\" space %s)? r%d\n", base + 2 * k, kv[k],
-                     base + 2 * k + 3, base + 2 * k + 2, base + 2 * k + 1, kv[k], base + 2 * k + 3);
+            snprintf(line, sizeof line, "%sr%d ::= %s %sr%d | %sr%d\n%sr%d ::= (\",\" space %s)? %sr%d\n", P, base + 2 * k, kv[k],
+                     P, base + 2 * k + 3, P, base + 2 * k + 2, P, base + 2 * k + 1, kv[k], P, base + 2 * k + 3);
         put(o, line);
     }
     new_rule(o, rule, rn);
     char line[96];
-    snprintf(line, sizeof line, "%s ::= \"{\" space r%d \"}\" space\n", rule, base);
+    snprintf(line, sizeof line, "%s ::= \"{\" space %sr%d \"}\" space\n", rule, o->prefix, base);
     put(o, line);
 }
 
@@ -186,7 +188,7 @@ static void ref(out *o, const char *target, const char *where, char *rule, size_
     }
     for (int i = 0; i < o->n_refs; i++)
         if (!strcmp(o->refs[i], target)) {
-            snprintf(rule, rn, "ref%d", i);
+            snprintf(rule, rn, "%sref%d", o->prefix, i);
             return;
         }
     const cJSON *defs = cJSON_GetObjectItemCaseSensitive(o->root, target[2] == '$' ? "$defs" : "definitions");
@@ -197,10 +199,10 @@ static void ref(out *o, const char *target, const char *where, char *rule, size_
     }
     int id = o->n_refs++;
     snprintf(o->refs[id], sizeof o->refs[id], "%s", target);
-    snprintf(rule, rn, "ref%d", id);
-    char body[24], line[64];
+    snprintf(rule, rn, "%sref%d", o->prefix, id);
+    char body[40], line[96];
     node(o, d, target + 2, body, sizeof body);
-    snprintf(line, sizeof line, "ref%d ::= %s\n", id, body);
+    snprintf(line, sizeof line, "%sref%d ::= %s\n", o->prefix, id, body);
     put(o, line);
 }
 
@@ -266,19 +268,31 @@ static void node(out *o, const cJSON *s, const char *where, char *rule, size_t r
     }
 }
 
-char *st_json_schema_to_gbnf(const cJSON *schema, char *err, size_t errlen) {
-    out o = {.root = schema, .err = err, .errlen = errlen};
-    char top[24];
-    put(&o, k_base);
-    if (schema) node(&o, schema, "", top, sizeof top);
-    else snprintf(top, sizeof top, "object");
-    put(&o, "root ::= ");
-    put(&o, top);
-    put(&o, "\n");
+char *st_json_schema_rules(const cJSON *schema, const char *prefix, int with_base, char *top, size_t top_n, char *err,
+                           size_t errlen) {
+    out o = {.root = schema, .err = err, .errlen = errlen, .prefix = prefix ? prefix : ""};
+    put(&o, with_base ? k_base : "");
+    if (schema) node(&o, schema, "", top, top_n);
+    else snprintf(top, top_n, "object");
     if (o.oom && !o.fail) snprintf(err, errlen, "out of memory");
     if (o.fail || o.oom) {
         free(o.p);
         return NULL;
     }
     return o.p;
+}
+
+char *st_json_schema_to_gbnf(const cJSON *schema, char *err, size_t errlen) {
+    char top[40];
+    char *rules = st_json_schema_rules(schema, "", 1, top, sizeof top, err, errlen);
+    if (!rules) return NULL;
+    size_t n = strlen(rules);
+    char *g = realloc(rules, n + strlen(top) + 16);
+    if (!g) {
+        free(rules);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(g + n, strlen(top) + 16, "root ::= %s\n", top);
+    return g;
 }

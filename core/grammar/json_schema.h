@@ -16,4 +16,10 @@ typedef struct cJSON cJSON;
  * ("properties.age.type: unknown type 'int'"). */
 char *st_json_schema_to_gbnf(const cJSON *schema, char *err, size_t errlen);
 
+/* The rules for schema without a root line, generated names starting with prefix, the common
+ * rules (space, string, number, value, ...) first when with_base; *top gets the schema's rule
+ * name. For grammars that hold several schemas (tool calls). */
+char *st_json_schema_rules(const cJSON *schema, const char *prefix, int with_base, char *top, size_t top_n, char *err,
+                           size_t errlen);
+
 #endif

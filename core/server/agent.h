@@ -26,6 +26,7 @@ typedef struct st_agent_req {
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
     int n;                  /* choices (1..ST_AGENT_MAX_N) */
+    char *tools_json;       /* the tools (owned) when tool_choice asks for a call */
     int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
 
@@ -81,6 +82,17 @@ char *st_responses_from_chat(const char *chat_json);
 st_resp_stream *st_resp_stream_new(const char *chat_id, long created, const char *model);
 void st_resp_stream_free(st_resp_stream *r);
 void st_resp_stream_feed(st_resp_stream *r, const char *chunk_json, char **out);
+
+/* ---- forcing a tool call (server/tools_grammar.c) -------------------------------------------- */
+enum { ST_TOOL_SYNTAX_NONE = 0, ST_TOOL_SYNTAX_HERMES_JSON = 1, ST_TOOL_SYNTAX_HERMES_JSON_THINK = 2 /* may think first */ };
+/* The call syntax a chat template teaches (ST_TOOL_SYNTAX_NONE when not one we can force). */
+int st_tool_syntax_of_template(const char *jinja);
+/* tool_choice "required" or a named function: a->grammar makes the output one call (or several
+ * with parallel_tool_calls) in the template's syntax, each with arguments valid for its schema;
+ * an optional <think> block may come first. Nothing when the syntax is unknown, the request
+ * has its own grammar, or tool_choice is auto/none. -1 with *err for a schema that cannot be
+ * turned into a grammar (400). */
+int st_agent_force_tools(st_agent_req *a, int syntax, struct st_oai_error *err);
 
 /* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
 /* The request's n (1 when absent or invalid: the parser reports those). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/agent.h"
 #include "server/front.h"
 #include "template/chat_jinja.h"
 
@@ -68,6 +69,7 @@ int st_front_load_jinja(st_front *f, const char *gguf_jinja) {
         snprintf(f->jinja_origin, sizeof f->jinja_origin, "the GGUF's tokenizer.chat_template");
     }
     f->jinja = st_jinja_parse(src, err, sizeof err);
+    f->tool_syntax = st_tool_syntax_of_template(src);
     if (f->jinja && trial_render(f, err, sizeof err)) {
         st_jinja_free(f->jinja);
         f->jinja = NULL;

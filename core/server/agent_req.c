@@ -52,6 +52,8 @@ static int parse_tool_choice(const cJSON *root, st_agent_req *a, st_oai_error *e
     }
     if (a->tool_choice >= ST_TOOL_CHOICE_REQUIRED && !a->n_tools)
         return st_oai_error_set(err, 400, NULL, "invalid_value", "tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
+    if (a->tool_choice >= ST_TOOL_CHOICE_REQUIRED)
+        a->tools_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(root, "tools"));
     return 0;
 }
 
@@ -161,6 +163,8 @@ static int parse_logprobs(const cJSON *root, int chat, st_agent_req *a, st_oai_e
 
 void st_agent_req_free(st_agent_req *a) {
     free(a->grammar);
+    free(a->tools_json);
+    a->tools_json = NULL;
     free(a->bias_ids);
     free(a->bias_vals);
     a->grammar = NULL;

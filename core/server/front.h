@@ -74,6 +74,7 @@ typedef struct st_front {
     struct st_jinja *jinja;
     char jinja_origin[160];  /* "the GGUF's tokenizer.chat_template", a file name */
     char bos_text[64], eos_text[64];
+    int tool_syntax;         /* ST_TOOL_SYNTAX_* of the template: tool_choice required/named is enforced */
 } st_front;
 
 /* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)

@@ -296,6 +296,10 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
         free(g);
         return send_error(c, &e);
     }
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
+        gen_free(g);
+        return send_error(c, &e);
+    }
     if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
         st_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);

@@ -53,6 +53,36 @@ await check('chat with tools, streamed: chunks end with a finish_reason', async 
   assert.ok(n >= 2 && fin, `chunks ${n}, finish ${fin}`);
 });
 
+await check('tool_choice named and required are enforced: a call with schema-valid arguments, streamed and not', async () => {
+  /* an enum keeps a random-weight model's arguments short; a free string would run to max_tokens */
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object',
+    properties: { city: { enum: ['Paris', 'Berlin'] } }, required: ['city'] } } }];
+  for (const tool_choice of [{ type: 'function', function: { name: 'get_weather' } }, 'required']) {
+    const r = await client.chat.completions.create({ model: 'tiny', messages: convo, tools, tool_choice, parallel_tool_calls: false,
+      max_tokens: 120, temperature: 1, seed: 5 });
+    const ch = r.choices[0];
+    assert.equal(ch.finish_reason, 'tool_calls', JSON.stringify(ch));
+    assert.equal(ch.message.tool_calls.length, 1);
+    assert.equal(ch.message.tool_calls[0].function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(ch.message.tool_calls[0].function.arguments).city, 'string');
+  }
+  const s = await client.chat.completions.create({ model: 'tiny', messages: convo, tools, tool_choice: 'required',
+    parallel_tool_calls: false, max_tokens: 120, temperature: 1, seed: 6, stream: true });
+  let name = '', args = '', fin = null, id = null;
+  for await (const c of s) {
+    const d = c.choices[0] && c.choices[0].delta;
+    for (const tc of (d && d.tool_calls) || []) {
+      if (tc.id) id = tc.id;
+      name += (tc.function && tc.function.name) || '';
+      args += (tc.function && tc.function.arguments) || '';
+    }
+    if (c.choices[0] && c.choices[0].finish_reason) fin = c.choices[0].finish_reason;
+  }
+  assert.equal(fin, 'tool_calls');
+  assert.ok(id && name === 'get_weather', `${id} ${name}`);
+  assert.equal(typeof JSON.parse(args).city, 'string');
+});
+
 await check('template error: raise_exception is a 400 with its message', async () => {
   const r = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'raise' }], max_tokens: 2 });
   assert.equal(r.status, 400, r.text);
