@@ -21,7 +21,8 @@ static int usage(FILE *f) {
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
             "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
             "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe; -fa, -ngl, -b are ignored\n"
-            "with a note). docs/agent.md lists them.\n"
+            "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
+            "STRATA_ARG_KV_TYPE; llama.cpp names like STRATA_ARG_CTX_SIZE). docs/agent.md lists them.\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
             "docs/server.md describes every option and the JSON config file.\n");
     return f == stdout ? 0 : 2;
@@ -218,10 +219,39 @@ static int alias_opt(int argc, char **argv, int *i, const char **k, const char *
     return 1;
 }
 
+/* STRATA_ARG_<NAME> environment variables, as llama-server reads LLAMA_ARG_<NAME>: every long
+ * option (--kv-type: STRATA_ARG_KV_TYPE) and llama.cpp's names (CTX_SIZE, N_PARALLEL,
+ * N_CPU_MOE, CACHE_TYPE_K, ...). Options on the command line come after and win. */
+static int env_opts(st_serve_config *c, engine_args *ea) {
+    static const char *const llama[][2] = {{"CTX_SIZE", "ctx-total"}, {"N_PARALLEL", "parallel"}, {"N_CPU_MOE", "n-cpu-moe"},
+                                           {"CACHE_TYPE_K", "kv-type"}, {"CACHE_TYPE_V", "kv-type"}, {"API_KEY", "api-key"}};
+    char env[96];
+    for (int i = 0; k_known[i]; i++) {
+        const char *k = k_known[i] + 2;
+        size_t n = (size_t)snprintf(env, sizeof env, "STRATA_ARG_%s", k);
+        for (size_t j = 11; j < n; j++) env[j] = env[j] == '-' ? '_' : (char)(env[j] >= 'a' && env[j] <= 'z' ? env[j] - 32 : env[j]);
+        const char *v = getenv(env);
+        if (v && *v && strcmp(k, "config") && set_opt(c, ea, k, v)) {
+            fprintf(stderr, "strata serve: bad %s='%s'\n", env, v);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++) {
+        snprintf(env, sizeof env, "STRATA_ARG_%s", llama[i][0]);
+        const char *v = getenv(env);
+        if (v && *v && set_opt(c, ea, llama[i][1], v)) {
+            fprintf(stderr, "strata serve: bad %s='%s'\n", env, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int st_cmd_serve(int argc, char **argv) {
     st_serve_config c;
     st_serve_config_default(&c);
     static engine_args ea;
+    if (env_opts(&c, &ea)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout);

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
+import { spawnSync } from 'node:child_process';
+import { STRATA, check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const OpenAI = await loadOpenAI();
@@ -262,6 +263,22 @@ await check('echo (completions): the prompt starts the text, streamed and not', 
   let text = '';
   for await (const ch of s) text += ch.choices[0] ? ch.choices[0].text : '';
   assert.equal(text, r.choices[0].text);
+});
+
+await check('flags: STRATA_ARG_* environment, -c as the whole pool over -np slots, a typo names the closest option', async () => {
+  const e = await startServer({ modelPath: model('tiny'), name: 'agent-env', args: ['-fa', 'on', '-ngl', '99', '--jinja'],
+    env: { STRATA_ARG_N_PARALLEL: '3', STRATA_ARG_CTX_SIZE: '3000' } });
+  try {
+    const j = await (await fetch(`${e.base}/props`)).json();
+    assert.equal(j.total_slots, 3);
+    assert.equal(j.default_generation_settings.n_ctx, 1000);
+    assert.match(e.log, /note: -fa\/--flash-attn/);
+  } finally {
+    await e.stop();
+  }
+  const r = spawnSync(STRATA, ['serve', '--ctx-sise', '5'], { encoding: 'utf8' });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /unknown option '--ctx-sise' \(did you mean --ctx-size\?\)/);
 });
 
 await finish([srv]);
