@@ -44,13 +44,16 @@ typedef struct st_agent_stream {
     char *held;   /* text not yet sent as content */
     size_t n;
     int n_calls;  /* calls found at the end */
+    int harmony;  /* 0 plain; harmony channels: 1 between messages, 2 analysis, 3 final/preamble, 4 a call (held) */
 } st_agent_stream;
 
 void st_agent_stream_init(st_agent_stream *a, int active);
 void st_agent_stream_free(st_agent_stream *a);
 /* Streaming: takes *content (malloc'ed, may be NULL) and puts back only what is certainly not
- * part of a tool call (NULL when nothing). -1 when out of memory. */
-int st_agent_stream_hold(st_agent_stream *a, char **content);
+ * part of a tool call (NULL when nothing). Harmony output (gpt-oss) is split as it comes:
+ * analysis text is appended to *reasoning, final (and preamble) text goes to *content, calls
+ * are held for the end. -1 when out of memory. */
+int st_agent_stream_hold(st_agent_stream *a, char **content, char **reasoning);
 /* End of a streamed generation: parses what was held. Appends leftover text to *content and
  * harmony reasoning to *reasoning; returns the JSON of a chunk carrying the tool_calls deltas
  * (ids "call_<id_base>_<i>"), or NULL when there are none. */

@@ -29,11 +29,76 @@ static int held_add(st_agent_stream *a, const char *s, size_t n) {
     return 0;
 }
 
-int st_agent_stream_hold(st_agent_stream *a, char **content) {
+static void append(char **dst, const char *s);
+
+static void append_n(char **dst, const char *s, size_t n) {
+    char *t = malloc(n + 1);
+    if (!t) return;
+    memcpy(t, s, n);
+    t[n] = 0;
+    append(dst, t);
+    free(t);
+}
+
+static void held_drop(st_agent_stream *a, size_t n) {
+    memmove(a->held, a->held + n, a->n - n + 1);
+    a->n -= n;
+}
+
+/* Harmony channels as they come: <|channel|>NAME[ to=functions.F]...<|message|>BODY<|end|>. */
+static void harmony_step(st_agent_stream *a, char **content, char **reasoning) {
+    for (;;) {
+        if (a->harmony == 4 || !a->n) return; /* a call: held for the end */
+        if (a->harmony == 1) {                /* between messages: wait for a whole header */
+            char *ch = strstr(a->held, "<|channel|>"), *msg = ch ? strstr(ch, "<|message|>") : NULL;
+            if (!msg) return;
+            *msg = 0;
+            int call = strstr(ch, "to=functions.") != NULL, analysis = !strncmp(ch + 11, "analysis", 8);
+            *msg = '<';
+            if (call) {
+                held_drop(a, (size_t)(ch - a->held)); /* keep the header: the final parse needs it */
+                a->harmony = 4;
+                return;
+            }
+            held_drop(a, (size_t)(msg + 11 - a->held));
+            a->harmony = analysis ? 2 : 3;
+            continue;
+        }
+        /* inside a message: text up to "<|" goes out; a whole end marker closes it */
+        char *lt = strstr(a->held, "<|");
+        size_t text = lt ? (size_t)(lt - a->held) : a->n;
+        if (!lt && a->n && a->held[a->n - 1] == '<') text--; /* maybe the start of "<|" */
+        if (text) append_n(a->harmony == 2 ? reasoning : content, a->held, text);
+        held_drop(a, text);
+        if (!lt) return;
+        const char *ends[] = {"<|end|>", "<|start|>", "<|channel|>", "<|call|>", "<|return|>"};
+        int closed = 0;
+        for (int i = 0; i < 5 && !closed; i++)
+            if (!strncmp(a->held, ends[i], strlen(ends[i]))) {
+                if (i < 2) held_drop(a, strlen(ends[i]));
+                closed = 1;
+            }
+        if (!closed) {
+            const char *gt = strstr(a->held, "|>");
+            if (!gt) return;                         /* the marker is not complete yet */
+            append_n(a->harmony == 2 ? reasoning : content, a->held, (size_t)(gt + 2 - a->held)); /* not a marker */
+            held_drop(a, (size_t)(gt + 2 - a->held));
+            continue;
+        }
+        a->harmony = 1;
+    }
+}
+
+int st_agent_stream_hold(st_agent_stream *a, char **content, char **reasoning) {
     if (!a->active || !*content) return 0;
     int rc = held_add(a, *content, strlen(*content));
     free(*content);
     *content = NULL;
+    if (!rc && !a->harmony && reasoning && strstr(a->held, "<|channel|>")) a->harmony = 1;
+    if (!rc && a->harmony) {
+        harmony_step(a, content, reasoning);
+        return 0;
+    }
     if (rc || a->holding) return rc;
     size_t safe = st_tools_safe_prefix(a->held, a->n);
     if (safe < a->n && st_tools_safe_prefix(a->held + safe, a->n - safe) == 0 && strchr(a->held + safe, '>'))
@@ -49,7 +114,7 @@ int st_agent_stream_hold(st_agent_stream *a, char **content) {
 }
 
 static void append(char **dst, const char *s) {
-    if (!s || !*s) return;
+    if (!dst || !s || !*s) return;
     size_t old = *dst ? strlen(*dst) : 0, n = strlen(s);
     char *p = realloc(*dst, old + n + 1);
     if (!p) return;

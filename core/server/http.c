@@ -230,7 +230,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             st_oai_text_finish(&g->text, &g->content, &g->reasoning);
         }
         char *calls = NULL;
-        st_agent_stream_hold(&g->ag, &g->content);
+        st_agent_stream_hold(&g->ag, &g->content, &g->reasoning);
         if (done || (g->stop_hit && g->r->done))
             calls = st_agent_stream_finish(&g->ag, g->id, g->created, g->f->model_id, &g->content, &g->reasoning);
         if (g->content || g->reasoning || (!g->role_sent && g->q.chat)) {

@@ -72,7 +72,7 @@ static void check_stream(void) {
     char sent[512] = "";
     for (int i = 0; pieces[i]; i++) {
         char *c = strdup(pieces[i]);
-        CHECK(st_agent_stream_hold(&a, &c) == 0, "server.tools stream: hold failed");
+        CHECK(st_agent_stream_hold(&a, &c, NULL) == 0, "server.tools stream: hold failed");
         if (c) strcat(sent, c);
         free(c);
     }
@@ -83,6 +83,45 @@ static void check_stream(void) {
                                  "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]"),
           "server.tools stream: chunk %s", chunk ? chunk : "(null)");
     CHECK(a.n_calls == 1 && !content, "server.tools stream: %d calls, leftover [%s]", a.n_calls, content ? content : "");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+}
+
+/* Harmony streamed: analysis goes out as reasoning, final as content, as the pieces come. */
+static void check_harmony_stream(void) {
+    const char *pieces[] = {"<|chan", "nel|>analysis<|message|>Need", " weather.<|e", "nd|><|start|>assistant<|channel|>final<|message|>It is",
+                            " sunny<", "|end|>", NULL};
+    const char *want_content[] = {"", "", "", "It is", " sunny", ""};
+    st_agent_stream a;
+    st_agent_stream_init(&a, 1);
+    char *reasoning = NULL;
+    for (int i = 0; pieces[i]; i++) {
+        char *c = strdup(pieces[i]);
+        st_agent_stream_hold(&a, &c, &reasoning);
+        CHECK(!strcmp(c ? c : "", want_content[i]), "server.tools harmony stream piece %d: content [%s], want [%s]", i, c ? c : "",
+              want_content[i]);
+        free(c);
+        if (i == 2) CHECK(reasoning && !strcmp(reasoning, "Need weather."), "server.tools harmony stream: reasoning [%s]", reasoning ? reasoning : "");
+    }
+    char *content = NULL;
+    char *chunk = st_agent_stream_finish(&a, "x", 1, "m", &content, &reasoning);
+    CHECK(!chunk && !content, "server.tools harmony stream: nothing left at the end (%s)", content ? content : "");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+    /* a call: held, then a tool_calls chunk */
+    st_agent_stream_init(&a, 1);
+    reasoning = NULL;
+    char *c = strdup("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}");
+    st_agent_stream_hold(&a, &c, &reasoning);
+    CHECK(!c, "server.tools harmony call: nothing sent before the end");
+    free(c);
+    content = NULL;
+    chunk = st_agent_stream_finish(&a, "y", 1, "m", &content, &reasoning);
+    CHECK(chunk && strstr(chunk, "get_weather") && a.n_calls == 1, "server.tools harmony call: %s", chunk ? chunk : "(none)");
     free(chunk);
     free(content);
     free(reasoning);
@@ -161,6 +200,7 @@ int main(void) {
     check_responses();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) check_case(&k_cases[i]);
     check_stream();
+    check_harmony_stream();
     check_rewrite();
     check_request();
     printf("server.tools: %d failures\n", g_fail);
