@@ -164,11 +164,24 @@ static int set_can_end(const barena *a, sset s) {
 }
 
 /* ---- matcher -------------------------------------------------------------------------------- */
+#define MASK_CACHE 4 /* masks kept per matcher, by the state they were computed in */
+
+typedef struct mcache {
+    uint64_t key;     /* hash of the stack set; 0 = empty */
+    uint32_t *state;  /* the stack set itself (a hash is not proof) */
+    size_t n_state;
+    uint8_t *allowed; /* [n_vocab] */
+    int32_t count, n_vocab;
+    uint64_t used;
+} mcache;
+
 struct st_gmatch {
     const st_grammar *g;
     barena cur;  /* the current set at offset 0 */
     sset s;
     barena work; /* scratch for checks and masks */
+    mcache cache[MASK_CACHE];
+    uint64_t tick;
 };
 
 st_gmatch *st_gmatch_new(const st_grammar *g) {
@@ -185,6 +198,10 @@ st_gmatch *st_gmatch_new(const st_grammar *g) {
 
 void st_gmatch_free(st_gmatch *m) {
     if (!m) return;
+    for (int i = 0; i < MASK_CACHE; i++) {
+        free(m->cache[i].state);
+        free(m->cache[i].allowed);
+    }
     free(m->cur.p);
     free(m->work.p);
     free(m);
@@ -333,7 +350,62 @@ static void walk_node(walk *w, uint32_t node, sset s) {
     }
 }
 
-int32_t st_gmatch_mask(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
+static uint64_t state_hash(const st_gmatch *m) {
+    uint64_t h = 1469598103934665603ull ^ m->s.n;
+    for (size_t i = 0; i < m->cur.used; i++) h = (h ^ m->cur.p[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* A mask computed before in the same state (inside a JSON string the state repeats at every
+ * character, so a model that keeps straying pays for the walk once). */
+static mcache *cache_find(st_gmatch *m, uint64_t key, int32_t n_vocab) {
+    for (int i = 0; i < MASK_CACHE; i++) {
+        mcache *c = &m->cache[i];
+        if (c->key == key && c->n_vocab == n_vocab && c->n_state == m->cur.used &&
+            !memcmp(c->state, m->cur.p, m->cur.used * sizeof *c->state))
+            return c;
+    }
+    return NULL;
+}
+
+static void cache_put(st_gmatch *m, uint64_t key, const uint8_t *allowed, int32_t count, int32_t n_vocab) {
+    mcache *c = &m->cache[0];
+    for (int i = 1; i < MASK_CACHE; i++)
+        if (m->cache[i].used < c->used) c = &m->cache[i];
+    uint32_t *st = realloc(c->state, (m->cur.used ? m->cur.used : 1) * sizeof *st);
+    uint8_t *al = c->n_vocab == n_vocab && c->allowed ? c->allowed : realloc(c->allowed, (size_t)n_vocab);
+    if (st) c->state = st;
+    if (al) c->allowed = al;
+    if (!st || !al) {
+        c->key = 0;
+        return;
+    }
+    memcpy(c->state, m->cur.p, m->cur.used * sizeof *st);
+    memcpy(c->allowed, allowed, (size_t)n_vocab);
+    c->n_state = m->cur.used;
+    c->key = key;
+    c->count = count;
+    c->n_vocab = n_vocab;
+    c->used = ++m->tick;
+}
+
+static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed);
+
+int32_t st_gmatch_mask(const st_gmatch *cm, const st_gvocab *v, uint8_t *allowed) {
+    st_gmatch *m = (st_gmatch *)cm; /* the cache is not part of the observable state */
+    uint64_t key = state_hash(m);
+    mcache *c = cache_find(m, key, v->n);
+    if (c) {
+        memcpy(allowed, c->allowed, (size_t)v->n);
+        c->used = ++m->tick;
+        return c->count;
+    }
+    int32_t n = mask_walk(m, v, allowed);
+    cache_put(m, key, allowed, n, v->n);
+    return n;
+}
+
+static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
     memset(allowed, 0, (size_t)v->n);
     barena *w = &((st_gmatch *)m)->work;
     sset s = load_work(m, w);
