@@ -8,9 +8,10 @@
 st_sampler *st_engine_sampler_for(const st_gen_request *r, int32_t n_vocab, const struct st_gvocab *v, char *err,
                                   size_t errlen) {
     char gerr[300];
+    snprintf(err, errlen, "engine: out of host memory"); /* replaced by a more precise reason below */
     st_sampler *s = st_sampler_new(&r->sp, n_vocab);
-    if (!s) goto oom;
-    if (r->n_bias > 0 && st_sampler_set_bias(s, r->bias_ids, r->bias_vals, r->n_bias)) goto oom;
+    if (!s) goto fail;
+    if (r->n_bias > 0 && st_sampler_set_bias(s, r->bias_ids, r->bias_vals, r->n_bias)) goto fail;
     st_sampler_set_logprobs(s, r->want_logprobs ? r->top_logprobs : -1);
     if (!r->grammar || !r->grammar[0]) return s;
     if (!v) {
@@ -22,10 +23,8 @@ st_sampler *st_engine_sampler_for(const st_gen_request *r, int32_t n_vocab, cons
         snprintf(err, errlen, "invalid_grammar: %s", gerr);
         goto fail;
     }
-    if (st_grammar_constrain(s, g, v)) goto oom;
+    if (st_grammar_constrain(s, g, v)) goto fail;
     return s;
-oom:
-    snprintf(err, errlen, "engine: out of host memory");
 fail:
     st_sampler_free(s);
     return NULL;

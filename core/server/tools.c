@@ -276,7 +276,7 @@ int st_tools_parse(const char *text, st_tool_result *out) {
     sb content = {0}, reasoning = {0};
     sb_put(&content, "", 0);
     if (st_tools_is_harmony(text)) {
-        if (parse_harmony(text, out, &content, &reasoning)) goto oom;
+        if (parse_harmony(text, out, &content, &reasoning)) goto fail;
     } else {
         const char *s = text, *e = text + strlen(text);
         int which = 0;
@@ -296,21 +296,20 @@ int st_tools_parse(const char *text, st_tool_result *out) {
             s = next;
         }
     }
-    if (content.oom || reasoning.oom) goto oom;
+    if (content.oom || reasoning.oom) goto fail;
     const char *cs = trim_l(content.p, content.p + content.n), *ce = trim_r(cs, content.p + content.n);
     out->content = dup_n(cs, (size_t)(ce - cs));
-    out->reasoning = reasoning.p ? dup_n(trim_l(reasoning.p, reasoning.p + reasoning.n),
-                                         (size_t)(trim_r(reasoning.p, reasoning.p + reasoning.n) -
-                                                  trim_l(reasoning.p, reasoning.p + reasoning.n)))
-                                 : NULL;
+    if (reasoning.p) {
+        const char *rs = trim_l(reasoning.p, reasoning.p + reasoning.n), *re = trim_r(rs, reasoning.p + reasoning.n);
+        if (!(out->reasoning = dup_n(rs, (size_t)(re - rs)))) goto fail;
+    }
+    if (!out->content) goto fail;
     free(content.p);
     free(reasoning.p);
-    if (!out->content) goto oom2;
     return 0;
-oom:
+fail:
     free(content.p);
     free(reasoning.p);
-oom2:
     st_tool_result_free(out);
     return -1;
 }

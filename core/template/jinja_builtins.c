@@ -327,46 +327,8 @@ static jv f_sum(jn_ctx *c, jv v, const jn_args *a, const jn_node *at) {
     return fl ? jv_float(sf + (double)si) : jv_int(si);
 }
 
-jv jn_filter(jn_ctx *c, const char *f, jv v, const jn_args *a, const jn_node *at) {
-    if (!strcmp(f, "length") || !strcmp(f, "count")) return f_length(c, v, at);
-    if (!strcmp(f, "string")) return str_of(c, v);
-    if (!strcmp(f, "safe")) return v;
-    if (!strcmp(f, "trim")) return jn_strip(c, v, jn_arg(a, 1, "chars"), 3);
-    if (!strcmp(f, "upper")) return map_case(c, v, 1);
-    if (!strcmp(f, "lower")) return map_case(c, v, 0);
-    if (!strcmp(f, "title")) return map_case(c, v, 2);
-    if (!strcmp(f, "capitalize")) return map_case(c, map_case(c, v, 0), 3);
-    if (!strcmp(f, "tojson")) return f_tojson(c, v, a);
-    if (!strcmp(f, "join")) return f_join(c, v, a, at);
-    if (!strcmp(f, "items")) return f_items(c, v);
-    if (!strcmp(f, "default") || !strcmp(f, "d")) {
-        int use_bool = jv_truthy(jn_arg(a, 2, "boolean"));
-        if (v.t == JV_UNDEF || (use_bool && !jv_truthy(v))) {
-            jv d = jn_arg(a, 1, "default_value");
-            return d.t == JV_UNDEF ? jv_cstr("") : d;
-        }
-        return v;
-    }
-    if (!strcmp(f, "first") || !strcmp(f, "last")) {
-        jn_list *l = jn_iterable(c, v, at);
-        return l->n ? l->v[f[0] == 'f' ? 0 : l->n - 1] : jv_undef();
-    }
-    if (!strcmp(f, "list")) return (jv){.t = JV_LIST, .u.l = jn_iterable(c, v, at)};
-    if (!strcmp(f, "reverse")) {
-        if (v.t == JV_STR) {
-            jn_buf o = {.a = c->a};
-            for (size_t i = v.u.s.n; i > 0; i--) jn_buf_put(&o, v.u.s.p + i - 1, 1);
-            return o.n ? (jv){.t = JV_STR, .u.s = {o.p, o.n}} : jv_cstr("");
-        }
-        jn_list *l = jn_iterable(c, v, at);
-        jv r = jv_list(c->a);
-        for (size_t i = l->n; i > 0; i--) jn_list_push(c->a, r.u.l, l->v[i - 1]);
-        return r;
-    }
-    if (!strcmp(f, "replace")) {
-        jv cnt = jn_arg(a, 3, "count");
-        return jn_replace(c, v, jn_arg(a, 1, "old"), jn_arg(a, 2, "new"), cnt.t == JV_INT ? cnt.u.i : -1);
-    }
+/* Filters over sequences and numbers (the second half of jn_filter). */
+static jv filter_seq(jn_ctx *c, const char *f, jv v, const jn_args *a, const jn_node *at) {
     if (!strcmp(f, "selectattr")) return f_select(c, v, a, at, 1, 1);
     if (!strcmp(f, "rejectattr")) return f_select(c, v, a, at, 0, 1);
     if (!strcmp(f, "select")) return f_select(c, v, a, at, 1, 0);
@@ -471,4 +433,48 @@ int jn_test(jn_ctx *c, const char *t, jv v, const jn_args *a, const jn_node *at)
         return t[0] == 'g' ? (t[1] == 't' ? r > 0 : r >= 0) : (t[1] == 't' ? r < 0 : r <= 0);
     }
     jn_fail(c, at, "unknown test '%s'", t);
+}
+
+
+jv jn_filter(jn_ctx *c, const char *f, jv v, const jn_args *a, const jn_node *at) {
+    if (!strcmp(f, "length") || !strcmp(f, "count")) return f_length(c, v, at);
+    if (!strcmp(f, "string")) return str_of(c, v);
+    if (!strcmp(f, "safe")) return v;
+    if (!strcmp(f, "trim")) return jn_strip(c, v, jn_arg(a, 1, "chars"), 3);
+    if (!strcmp(f, "upper")) return map_case(c, v, 1);
+    if (!strcmp(f, "lower")) return map_case(c, v, 0);
+    if (!strcmp(f, "title")) return map_case(c, v, 2);
+    if (!strcmp(f, "capitalize")) return map_case(c, map_case(c, v, 0), 3);
+    if (!strcmp(f, "tojson")) return f_tojson(c, v, a);
+    if (!strcmp(f, "join")) return f_join(c, v, a, at);
+    if (!strcmp(f, "items")) return f_items(c, v);
+    if (!strcmp(f, "default") || !strcmp(f, "d")) {
+        int use_bool = jv_truthy(jn_arg(a, 2, "boolean"));
+        if (v.t == JV_UNDEF || (use_bool && !jv_truthy(v))) {
+            jv d = jn_arg(a, 1, "default_value");
+            return d.t == JV_UNDEF ? jv_cstr("") : d;
+        }
+        return v;
+    }
+    if (!strcmp(f, "first") || !strcmp(f, "last")) {
+        jn_list *l = jn_iterable(c, v, at);
+        return l->n ? l->v[f[0] == 'f' ? 0 : l->n - 1] : jv_undef();
+    }
+    if (!strcmp(f, "list")) return (jv){.t = JV_LIST, .u.l = jn_iterable(c, v, at)};
+    if (!strcmp(f, "reverse")) {
+        if (v.t == JV_STR) {
+            jn_buf o = {.a = c->a};
+            for (size_t i = v.u.s.n; i > 0; i--) jn_buf_put(&o, v.u.s.p + i - 1, 1);
+            return o.n ? (jv){.t = JV_STR, .u.s = {o.p, o.n}} : jv_cstr("");
+        }
+        jn_list *l = jn_iterable(c, v, at);
+        jv r = jv_list(c->a);
+        for (size_t i = l->n; i > 0; i--) jn_list_push(c->a, r.u.l, l->v[i - 1]);
+        return r;
+    }
+    if (!strcmp(f, "replace")) {
+        jv cnt = jn_arg(a, 3, "count");
+        return jn_replace(c, v, jn_arg(a, 1, "old"), jn_arg(a, 2, "new"), cnt.t == JV_INT ? cnt.u.i : -1);
+    }
+    return filter_seq(c, f, v, a, at);
 }
