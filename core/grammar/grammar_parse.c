@@ -30,7 +30,7 @@ typedef struct bld {
     char *err;
     size_t errlen;
     jmp_buf fail;
-    galt *pending[64]; /* sequences being built (freed when an error jumps out) */
+    galt *pending[64]; /* sequences being built, on the heap (freed when an error jumps out) */
     int n_pending;
 } bld;
 
@@ -241,38 +241,41 @@ static void apply_postfix(bld *b, galt *a, size_t start) {
 
 static int is_name_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_'; }
 
+/* The sequence being built lives on the heap and is listed in b->pending, so an error that
+ * jumps out of nested groups can free every unfinished one. */
 static galt parse_sequence(bld *b, int nested) {
-    galt a = {0};
     if (b->n_pending == 64) gfail(b, b->p, "groups nest too deep");
-    b->pending[b->n_pending++] = &a;
+    galt *a = calloc(1, sizeof *a), done;
+    if (!a) gfail(b, b->p, "out of memory");
+    b->pending[b->n_pending++] = a;
     for (;;) {
         skip_space(b, nested);
-        size_t start = a.n;
+        size_t start = a->n;
         const char *at = b->p;
         char c = *b->p;
         if (c == '"') {
             b->p++;
             while (*b->p && *b->p != '"') {
                 if (*b->p == '\n') gfail(b, at, "unterminated literal");
-                push_utf8(b, &a, parse_char(b));
+                push_utf8(b, a, parse_char(b));
             }
             if (*b->p != '"') gfail(b, at, "unterminated literal");
             b->p++;
-            if (a.n == start) continue; /* "" matches nothing: no symbol to repeat */
+            if (a->n == start) continue; /* "" matches nothing: no symbol to repeat */
         } else if (c == '[') {
-            alt_push(b, &a, parse_class(b));
+            alt_push(b, a, parse_class(b));
         } else if (c == '.') {
             b->p++;
             gelem e = byte_elem(0);
             memset(e.set, 0xFF, sizeof e.set);
-            alt_push(b, &a, e);
+            alt_push(b, a, e);
         } else if (c == '(') {
             b->p++;
             uint32_t g = anon_rule(b, at);
             parse_alternates(b, g, 1);
             skip_space(b, 1);
             if (*b->p++ != ')') gfail(b, at, "expected ')'");
-            alt_push(b, &a, rule_elem(g));
+            alt_push(b, a, rule_elem(g));
         } else if (is_name_char(c)) {
             const char *s = b->p;
             while (is_name_char(*b->p)) b->p++;
@@ -280,12 +283,14 @@ static galt parse_sequence(bld *b, int nested) {
             skip_space(b, 0);
             if (!nested && b->p[0] == ':' && b->p[1] == ':' && b->p[2] == '=') gfail(b, s, "missing newline before rule '%.*s'", (int)(save - s), s);
             b->p = save;
-            alt_push(b, &a, rule_elem(rule_id(b, s, (size_t)(b->p - s), s)));
+            alt_push(b, a, rule_elem(rule_id(b, s, (size_t)(b->p - s), s)));
         } else {
             b->n_pending--;
-            return a;
+            done = *a;
+            free(a);
+            return done;
         }
-        apply_postfix(b, &a, start);
+        apply_postfix(b, a, start);
     }
 }
 
@@ -384,7 +389,10 @@ st_grammar *st_grammar_parse(const char *gbnf, char *err, size_t errlen) {
         g = NULL;
     }
 fail:
-    for (int i = 0; i < b.n_pending; i++) free(b.pending[i]->v);
+    for (int i = 0; i < b.n_pending; i++) {
+        free(b.pending[i]->v);
+        free(b.pending[i]);
+    }
     bld_free(&b);
     return g;
 }

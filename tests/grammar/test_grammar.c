@@ -129,7 +129,37 @@ done:
     st_gvocab_free(v);
 }
 
+/* Every prefix of a generated grammar, with a byte flipped or not: compiled, or refused with a
+ * message; never a crash. */
+static void mutation_cases(void) {
+    char err[256];
+    cJSON *s = cJSON_Parse("{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[\"x\",1]},\"b\":{\"type\":\"array\",\"items\":{\"type\":\"number\"}}}}");
+    char *g = st_json_schema_to_gbnf(s, err, sizeof err);
+    cJSON_Delete(s);
+    size_t len = g ? strlen(g) : 0, ok = 0, bad = 0;
+    char *buf = malloc(len + 1);
+    for (size_t cut = 0; buf && cut <= len; cut += 3) {
+        for (int flip = 0; flip < 2; flip++) {
+            memcpy(buf, g, cut);
+            buf[cut] = 0;
+            if (flip && cut) buf[cut - 1] = "[](){}|*+?\"\\:="[cut % 14];
+            st_grammar *c = st_grammar_parse(buf, err, sizeof err);
+            if (c) {
+                st_gmatch *m = st_gmatch_new(c);
+                if (m) st_gmatch_accept(m, "{\"a\": 1}", 8);
+                st_gmatch_free(m);
+                ok++;
+            } else bad++;
+            st_grammar_free(c);
+        }
+    }
+    CHECK(ok > 0 && bad > 0, "grammar.engine mutations: %zu compiled, %zu refused", ok, bad);
+    free(buf);
+    free(g);
+}
+
 int main(void) {
+    mutation_cases();
     gbnf_cases();
     schema_cases();
     mask_cases();

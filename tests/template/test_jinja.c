@@ -126,10 +126,39 @@ static void run_limit(void) {
     st_jinja_free(t);
 }
 
+/* Every prefix of every case's template, and each with one byte flipped: parsing and rendering
+ * must end with a result or an error, never a crash (run under ASan/UBSan in CI). */
+static void run_mutations(void) {
+    size_t n = sizeof k_cases / sizeof k_cases[0], runs = 0, errors = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(k_cases[i].tmpl);
+        cJSON *ctx = cJSON_Parse(k_cases[i].ctx);
+        char *buf = malloc(len + 1);
+        for (size_t cut = 0; cut <= len; cut++) {
+            for (int flip = 0; flip < 2; flip++) {
+                memcpy(buf, k_cases[i].tmpl, cut);
+                buf[cut] = 0;
+                if (flip && cut) buf[cut - 1] = "{}%#-|()[]'\"."[cut % 13];
+                char err[256];
+                st_jinja *t = st_jinja_parse(buf, err, sizeof err);
+                char *out = t ? st_jinja_render(t, ctx, err, sizeof err) : NULL;
+                errors += !out;
+                runs++;
+                free(out);
+                st_jinja_free(t);
+            }
+        }
+        free(buf);
+        cJSON_Delete(ctx);
+    }
+    CHECK(runs > 1000 && errors > 0 && errors < runs, "template.jinja mutations: %zu runs, %zu errors", runs, errors);
+}
+
 int main(void) {
     size_t n = sizeof k_cases / sizeof k_cases[0];
     for (size_t i = 0; i < n; i++) run_case(&k_cases[i]);
     run_limit();
+    run_mutations();
     printf("template.jinja: %zu cases, %d failures\n", n + 1, g_fail);
     return g_fail ? 1 : 0;
 }
