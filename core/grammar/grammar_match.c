@@ -327,26 +327,93 @@ void st_gvocab_free(st_gvocab *v) {
     free(v);
 }
 
+/* The trie walk runs on interned states: each distinct stack set gets an id once, and the
+ * move of a state on a byte is computed once and remembered (next[]). Inside a JSON string the
+ * walk then meets a handful of states over hundreds of thousands of trie nodes. */
+typedef struct istate {
+    size_t off, len; /* content in the store: [len][stack...] per stack */
+    uint32_t n;      /* stacks */
+    uint64_t hash;
+    int32_t next[256]; /* -2 unknown, -1 refused, else the state id */
+} istate;
+
+typedef struct itab {
+    istate *v;
+    int32_t n, cap;
+    barena store, scratch;
+    int overflow;
+} itab;
+
+static size_t set_len(const barena *a, sset s) {
+    size_t at = s.off;
+    for (uint32_t k = 0; k < s.n; k++) at += 1 + a->p[at];
+    return at - s.off;
+}
+
+static uint64_t content_hash(const uint32_t *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The id of the state s (in arena a), added when new; -1 when out of memory. */
+static int32_t intern(itab *t, const barena *a, sset s) {
+    size_t len = set_len(a, s);
+    uint64_t h = content_hash(a->p + s.off, len);
+    for (int32_t i = 0; i < t->n; i++)
+        if (t->v[i].hash == h && t->v[i].len == len && !memcmp(t->store.p + t->v[i].off, a->p + s.off, len * sizeof(uint32_t)))
+            return i;
+    if (t->n == t->cap) {
+        int32_t cap = t->cap ? t->cap * 2 : 16;
+        istate *v = realloc(t->v, sizeof *v * (size_t)cap);
+        if (!v) return -1;
+        t->v = v;
+        t->cap = cap;
+    }
+    if (reserve(&t->store, len)) return -1;
+    istate *st = &t->v[t->n];
+    st->off = t->store.used;
+    st->len = len;
+    st->n = s.n;
+    st->hash = h;
+    for (int c = 0; c < 256; c++) st->next[c] = -2;
+    memcpy(t->store.p + t->store.used, a->p + s.off, len * sizeof(uint32_t));
+    t->store.used += len;
+    return t->n++;
+}
+
+static int32_t step(const st_grammar *g, itab *t, int32_t id, unsigned char c) {
+    int32_t r = t->v[id].next[c];
+    if (r != -2) return r;
+    barena *w = &t->scratch;
+    w->used = 0;
+    if (reserve(w, t->v[id].len)) return -1;
+    memcpy(w->p, t->store.p + t->v[id].off, t->v[id].len * sizeof(uint32_t));
+    w->used = t->v[id].len;
+    sset out = advance(g, w, (sset){.off = 0, .n = t->v[id].n}, c);
+    if (out.overflow) t->overflow = 1;
+    r = out.n && !out.overflow ? intern(t, w, out) : -1;
+    t->v[id].next[c] = r;
+    return r;
+}
+
 typedef struct walk {
     const st_grammar *g;
     const st_gvocab *v;
-    barena *a;
+    itab *t;
     uint8_t *allowed;
     int32_t count;
 } walk;
 
-static void walk_node(walk *w, uint32_t node, sset s) {
+static void walk_node(walk *w, uint32_t node, int32_t id) {
     for (uint32_t k = w->v->nodes[node].child; k; k = w->v->nodes[k].sibling) {
-        size_t mark = w->a->used;
-        sset s2 = advance(w->g, w->a, s, w->v->nodes[k].byte);
-        if (s2.n && !s2.overflow) {
-            for (int32_t t = w->v->nodes[k].tok; t >= 0; t = w->v->next_tok[t]) {
-                w->allowed[t] = 1;
-                w->count++;
-            }
-            walk_node(w, k, s2);
+        int32_t id2 = step(w->g, w->t, id, w->v->nodes[k].byte);
+        if (id2 < 0) continue;
+        for (int32_t t = w->v->nodes[k].tok; t >= 0; t = w->v->next_tok[t]) {
+            w->allowed[t] = 1;
+            w->count++;
         }
-        w->a->used = mark;
+        walk_node(w, k, id2);
     }
 }
 
@@ -407,13 +474,16 @@ int32_t st_gmatch_mask(const st_gmatch *cm, const st_gvocab *v, uint8_t *allowed
 
 static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
     memset(allowed, 0, (size_t)v->n);
-    barena *w = &((st_gmatch *)m)->work;
-    sset s = load_work(m, w);
-    walk wk = {m->g, v, w, allowed, 0};
-    if (!s.overflow) walk_node(&wk, 0, s);
+    itab t = {0};
+    walk wk = {m->g, v, &t, allowed, 0};
+    int32_t root = intern(&t, &m->cur, m->s);
+    if (root >= 0) walk_node(&wk, 0, root);
+    free(t.v);
+    free(t.store.p);
+    free(t.scratch.p);
     if (st_gmatch_can_end(m))
-        for (int32_t t = 0; t < v->n; t++)
-            if (v->eog[t]) allowed[t] = 1, wk.count++;
+        for (int32_t i = 0; i < v->n; i++)
+            if (v->eog[i]) allowed[i] = 1, wk.count++;
     return wk.count;
 }
 
