@@ -64,6 +64,10 @@ int st_front_load_jinja(st_front *f, const char *gguf_jinja) {
         if (!(owned = read_file(f->cfg.chat_template_file, err, sizeof err))) goto file_fail;
         src = owned;
         snprintf(f->jinja_origin, sizeof f->jinja_origin, "%s", f->cfg.chat_template_file);
+        if (!f->cfg.chat_template) { /* the family (stop strings) from the file, not the GGUF */
+            int recognized;
+            f->tmpl = st_chat_template_detect(src, st_tokenizer_find(f->tok, "<|im_start|>", 12) >= 0, &recognized);
+        }
     } else {
         if (f->cfg.chat_template || f->cfg.no_jinja || !gguf_jinja) return 0; /* a built-in family */
         snprintf(f->jinja_origin, sizeof f->jinja_origin, "the GGUF's tokenizer.chat_template");

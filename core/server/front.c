@@ -492,7 +492,7 @@ static int load_front(st_front *f) {
         f->tmpl = (st_chat_template)t;
     } else {
         f->tmpl = st_chat_template_detect(jinja, st_tokenizer_find(f->tok, "<|im_start|>", 12) >= 0, &recognized);
-        if (!recognized)
+        if (!recognized && !f->cfg.chat_template_file)
             fprintf(stderr, "strata serve: WARNING: the model's chat template is %s; using the '%s' template "
                             "(choose another with --chat-template)\n",
                     jinja ? "not one Strata recognizes" : "absent", st_chat_template_name(f->tmpl));
