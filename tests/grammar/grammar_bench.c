@@ -57,45 +57,10 @@ static run_stats run(const st_sampler_params *sp, int32_t V, st_grammar *g, cons
     return r;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: grammar_bench VOCAB.gguf [runs]\n");
-        return 2;
-    }
-    int runs = argc > 2 ? atoi(argv[2]) : 5;
+/* The grammar without the sampler: check + advance per token along the target, masks along it,
+ * and a cold against a cached mask inside the free string. */
+static void grammar_alone(const char *gbnf, const st_gvocab *gv, const int32_t *target, int64_t n, int32_t V) {
     char err[512];
-    st_gguf *f = st_gguf_open(argv[1], err, sizeof err);
-    st_tokenizer *tok = f ? st_tokenizer_from_gguf(f, err, sizeof err) : NULL;
-    if (!tok) {
-        fprintf(stderr, "grammar_bench: %s\n", err);
-        return 1;
-    }
-    int32_t V = (int32_t)st_tokenizer_vocab_size(tok);
-    double t0 = now_us();
-    st_gvocab *gv = st_gvocab_from_tokenizer(tok);
-    double t_trie = now_us() - t0;
-    cJSON *schema = cJSON_Parse(k_schema);
-    char *gbnf = st_json_schema_to_gbnf(schema, err, sizeof err);
-    int32_t *target = NULL;
-    int64_t n = st_tokenizer_encode_alloc(tok, k_target, strlen(k_target), false, false, &target);
-    float *logits = malloc(sizeof(float) * (size_t)V);
-    st_sampler_params sp;
-    st_sampler_params_default(&sp);
-    st_rng rng;
-    st_rng_seed(&rng, 42);
-    printf("vocabulary %s: %d tokens, trie built in %.1f ms; target JSON %lld tokens; %d runs\n", argv[1], V, t_trie / 1e3,
-           (long long)n, runs);
-    run_stats free_f = {0}, con_f = {0}, free_d = {0}, con_d = {0};
-    for (int k = 0; k < runs; k++) {
-        run_stats a = run(&sp, V, NULL, gv, target, (int)n, 1, &rng, logits);
-        run_stats b = run(&sp, V, st_grammar_parse(gbnf, err, sizeof err), gv, target, (int)n, 1, &rng, logits);
-        run_stats c = run(&sp, V, NULL, gv, target, (int)n, 0, &rng, logits);
-        run_stats d = run(&sp, V, st_grammar_parse(gbnf, err, sizeof err), gv, target, (int)n, 0, &rng, logits);
-        free_f.us += a.us, free_f.steps += a.steps;
-        con_f.us += b.us, con_f.steps += b.steps, con_f.masked += b.masked, con_f.ok += b.ok;
-        free_d.us += c.us, free_d.steps += c.steps;
-        con_d.us += d.us, con_d.steps += d.steps, con_d.masked += d.masked;
-    }
     /* the fast path alone: one check and one advance per token, over the target 200 times */
     double tf = now_us(), tm = 0;
     int checks = 0, masks = 0;
@@ -137,6 +102,48 @@ int main(int argc, char **argv) {
     free(allowed);
     printf("grammar alone: check + advance %.2f us/token (%d checks passed of %lld); full mask %.0f us/step (%d masks)\n",
            tf / (200.0 * (double)n), checks, 200LL * (long long)n, tm / masks, masks);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: grammar_bench VOCAB.gguf [runs]\n");
+        return 2;
+    }
+    int runs = argc > 2 ? atoi(argv[2]) : 5;
+    char err[512];
+    st_gguf *f = st_gguf_open(argv[1], err, sizeof err);
+    st_tokenizer *tok = f ? st_tokenizer_from_gguf(f, err, sizeof err) : NULL;
+    if (!tok) {
+        fprintf(stderr, "grammar_bench: %s\n", err);
+        return 1;
+    }
+    int32_t V = (int32_t)st_tokenizer_vocab_size(tok);
+    double t0 = now_us();
+    st_gvocab *gv = st_gvocab_from_tokenizer(tok);
+    double t_trie = now_us() - t0;
+    cJSON *schema = cJSON_Parse(k_schema);
+    char *gbnf = st_json_schema_to_gbnf(schema, err, sizeof err);
+    int32_t *target = NULL;
+    int64_t n = st_tokenizer_encode_alloc(tok, k_target, strlen(k_target), false, false, &target);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    st_sampler_params sp;
+    st_sampler_params_default(&sp);
+    st_rng rng;
+    st_rng_seed(&rng, 42);
+    printf("vocabulary %s: %d tokens, trie built in %.1f ms; target JSON %lld tokens; %d runs\n", argv[1], V, t_trie / 1e3,
+           (long long)n, runs);
+    run_stats free_f = {0}, con_f = {0}, free_d = {0}, con_d = {0};
+    for (int k = 0; k < runs; k++) {
+        run_stats a = run(&sp, V, NULL, gv, target, (int)n, 1, &rng, logits);
+        run_stats b = run(&sp, V, st_grammar_parse(gbnf, err, sizeof err), gv, target, (int)n, 1, &rng, logits);
+        run_stats c = run(&sp, V, NULL, gv, target, (int)n, 0, &rng, logits);
+        run_stats d = run(&sp, V, st_grammar_parse(gbnf, err, sizeof err), gv, target, (int)n, 0, &rng, logits);
+        free_f.us += a.us, free_f.steps += a.steps;
+        con_f.us += b.us, con_f.steps += b.steps, con_f.masked += b.masked, con_f.ok += b.ok;
+        free_d.us += c.us, free_d.steps += c.steps;
+        con_d.us += d.us, con_d.steps += d.steps, con_d.masked += d.masked;
+    }
+    grammar_alone(gbnf, gv, target, n, V);
     double ff = free_f.us / free_f.steps, cf = con_f.us / con_f.steps, fd = free_d.us / free_d.steps, cd = con_d.us / con_d.steps;
     printf("follows:   free %.1f us/step, constrained %.1f us/step (+%.1f us, x%.3f); masked %d of %d steps; target kept %d/%d\n",
            ff, cf, cf - ff, cf / ff, con_f.masked, con_f.steps, con_f.ok, con_f.steps);
