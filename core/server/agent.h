@@ -44,6 +44,7 @@ typedef struct st_agent_stream {
     char *held;   /* text not yet sent as content */
     size_t n;
     int n_calls;  /* calls found at the end */
+    int sent;     /* some content went out already */
     int harmony;  /* 0 plain; harmony channels: 1 between messages, 2 analysis, 3 final/preamble, 4 a call (held) */
 } st_agent_stream;
 

@@ -100,10 +100,19 @@ int st_agent_stream_hold(st_agent_stream *a, char **content, char **reasoning) {
         return 0;
     }
     if (rc || a->holding) return rc;
+    if (!a->sent) { /* an answer that opens with JSON may be a Llama 3 call: held to the end */
+        const char *p = a->held;
+        while (*p == ' ' || *p == '\n') p++;
+        if (*p == '{' || !strncmp(p, "<|python_tag|>", strlen(p) < 14 ? strlen(p) : 14)) {
+            a->holding = *p == '{' || strlen(p) >= 14;
+            return 0;
+        }
+    }
     size_t safe = st_tools_safe_prefix(a->held, a->n);
     if (safe < a->n && st_tools_safe_prefix(a->held + safe, a->n - safe) == 0 && strchr(a->held + safe, '>'))
         a->holding = 1; /* a whole marker from here on, not only a prefix at the end */
     if (!safe) return 0;
+    a->sent = 1;
     *content = malloc(safe + 1);
     if (!*content) return -1;
     memcpy(*content, a->held, safe);

@@ -222,6 +222,38 @@ static const char *parse_deepseek(st_tool_result *r, const char *s, const char *
     return ce ? ce + strlen(DS_CALLS_END) : last;
 }
 
+/* Llama 3.x: the whole answer is {"name": ..., "parameters": {...}} (maybe after <|python_tag|>,
+ * several separated by ";"). Taken as calls only when every part parses as one; then *cs moves
+ * past them. -1 when out of memory. */
+static int bare_json_call(st_tool_result *r, const char **cs, const char *ce) {
+    const char *s = *cs;
+    if ((size_t)(ce - s) > 14 && !memcmp(s, "<|python_tag|>", 14)) s = trim_l(s + 14, ce);
+    if (s >= ce || *s != '{' || ce[-1] != '}') return 0;
+    char *t = dup_n(s, (size_t)(ce - s));
+    if (!t) return -1;
+    int ok = 1, n0 = r->n_calls;
+    for (char *part = t, *next; part && ok; part = next) {
+        next = strstr(part, "};");
+        if (next) next[1] = 0, next += 2;
+        cJSON *j = cJSON_Parse(part);
+        const cJSON *name = j ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
+        ok = cJSON_IsString(name) && (cJSON_HasObjectItem(j, "parameters") || cJSON_HasObjectItem(j, "arguments")) &&
+             calls_from_json(r, j) == 0;
+        cJSON_Delete(j);
+    }
+    free(t);
+    if (!ok) { /* not calls after all: the text stays content */
+        for (int i = n0; i < r->n_calls; i++) {
+            free(r->calls[i].name);
+            free(r->calls[i].arguments);
+        }
+        r->n_calls = n0;
+        return 0;
+    }
+    *cs = ce;
+    return 0;
+}
+
 int st_tools_is_harmony(const char *text) { return strstr(text, "<|channel|>") != NULL; }
 
 /* The end of a harmony message body at b: <|end|>, <|call|>, <|return|> or the next <|start|>. */
@@ -298,6 +330,7 @@ int st_tools_parse(const char *text, st_tool_result *out) {
     }
     if (content.oom || reasoning.oom) goto fail;
     const char *cs = trim_l(content.p, content.p + content.n), *ce = trim_r(cs, content.p + content.n);
+    if (!out->n_calls && bare_json_call(out, &cs, ce)) goto fail;
     out->content = dup_n(cs, (size_t)(ce - cs));
     if (reasoning.p) {
         const char *rs = trim_l(reasoning.p, reasoning.p + reasoning.n), *re = trim_r(rs, reasoning.p + reasoning.n);

@@ -6,6 +6,7 @@
  *   GLM-4.5         <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>
  *   Mistral         [TOOL_CALLS][{"name": ..., "arguments": {...}}]  or  [TOOL_CALLS]NAME[ARGS]{...}
  *   DeepSeek V3/3.1 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁sep｜>...<｜tool▁call▁end｜>...
+ *   Llama 3.x       {"name": ..., "parameters": {...}} as the whole answer (after <|python_tag|>, ";"-separated)
  *   gpt-oss         <|channel|>commentary to=functions.NAME ...<|message|>{...}<|call|>,
  *                   <|channel|>analysis<|message|>... (reasoning), <|channel|>final<|message|>... */
 #ifndef STRATA_SERVER_TOOLS_H

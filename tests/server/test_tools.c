@@ -46,6 +46,9 @@ static const tcase k_cases[] = {
     {"harmony.final", "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.", 0, NULL, NULL,
      "It is sunny.", "Think."},
     {"plain", "No tools needed here.", 0, NULL, NULL, "No tools needed here.", NULL},
+    {"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", 1, "get_weather", "{\"city\":\"Paris\"}", "", NULL},
+    {"llama3.python_tag", "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": 2}}", 2, "a", "{}", "", NULL},
+    {"json.not_a_call", "{\"answer\": 42}", 0, NULL, NULL, "{\"answer\": 42}", NULL},
     {"broken", "Text <tool_call>\n{\"name\": \"get_weather\", \"argu", 0, NULL, NULL, "Text <tool_call>\n{\"name\": \"get_weather\", \"argu", NULL},
 };
 
@@ -128,6 +131,27 @@ static void check_harmony_stream(void) {
     st_agent_stream_free(&a);
 }
 
+/* A streamed Llama 3 call (bare JSON) is held to the end and becomes a tool call. */
+static void check_llama_stream(void) {
+    const char *pieces[] = {"{\"name\": \"f\", ", "\"parameters\": {\"x\": 1}}", NULL};
+    st_agent_stream a;
+    st_agent_stream_init(&a, 1);
+    int leaked = 0;
+    for (int i = 0; pieces[i]; i++) {
+        char *c = strdup(pieces[i]);
+        st_agent_stream_hold(&a, &c, NULL);
+        leaked |= c != NULL;
+        free(c);
+    }
+    char *content = NULL, *reasoning = NULL;
+    char *chunk = st_agent_stream_finish(&a, "z", 1, "m", &content, &reasoning);
+    CHECK(!leaked && chunk && a.n_calls == 1 && !content, "server.tools llama stream: leaked %d, chunk %s", leaked, chunk ? chunk : "(none)");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+}
+
 static void check_rewrite(void) {
     st_oai_usage u = {5, 7, 0};
     const char *text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
@@ -201,6 +225,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) check_case(&k_cases[i]);
     check_stream();
     check_harmony_stream();
+    check_llama_stream();
     check_rewrite();
     check_request();
     printf("server.tools: %d failures\n", g_fail);
