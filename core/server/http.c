@@ -49,6 +49,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(r, "Content-Type", type);
     if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    st_agent_cors_headers(c, r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -386,6 +387,7 @@ static enum MHD_Result handle_generate(st_front *f, struct MHD_Connection *c, in
     }
     if (g->q.stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, g, stream_free);
+        st_agent_cors_headers(c, r);
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -599,6 +601,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    enum MHD_Result pre;
+    if (st_agent_preflight(c, method, &pre)) return pre; /* CORS preflight: no key, no body */
     /* probes (/health, /metrics) need no key; the API does */
     if (f->cfg.api_key && !strncmp(url, "/v1/", 4)) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -649,6 +653,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 void *st_http_start(st_front *f) {
     snprintf(g_retry_after, sizeof g_retry_after, "%d", (int)f->cfg.restart_delay + 2);
+    st_agent_cors_set(f->cfg.cors);
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
