@@ -9,7 +9,7 @@
 # way; `strata bench --decode-tokens random`), prefill of NPROMPT tokens, and the routing
 # statistics of Strata's decode steps. Writes a Markdown report.
 # Usage: bench/offload_vs_llama.sh MODEL.gguf LLAMA_BIN_DIR OUT.md
-# Environment: STRATA (default build/bin/strata), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
+# Environment: STRATA (default build/bin/strata), BACKEND (cuda), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
 #   NPROMPT (512), NGEN (128)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
@@ -33,7 +33,7 @@ measured() {
   return $rc
 }
 idle=$(smi)
-sbench() { measured "$strata" bench -m "$model" --backend cuda -p "$np" -n "$ng" -r "$reps" --threads "$threads" \
+sbench() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p "$np" -n "$ng" -r "$reps" --threads "$threads" \
              --cpu-threads "$threads" --decode-tokens random --json "$@"; }
 lbench() { measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-bench" -m "$model" -ngl 99 -ncmoe "$1" -fa 1 -p "$np" -n "$ng" \
              -r "$reps" -t "$threads" -o json; }

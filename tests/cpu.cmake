@@ -24,7 +24,8 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
     endforeach()
 
     add_executable(test_cpu_kernels_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_kernels.c
-                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_x8.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
                    $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
     target_include_directories(test_cpu_kernels_${isa} PRIVATE ${_cpu_inc})
     target_link_libraries(test_cpu_kernels_${isa} PRIVATE st_quant m)
@@ -33,6 +34,19 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
     endif()
     add_test(NAME cpu.kernels.${isa} COMMAND test_cpu_kernels_${isa})
     set_tests_properties(cpu.kernels.${isa} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+    # x8 groups (8 interleaved weight rows) against the portable oracle and the row kernels
+    add_executable(test_cpu_x8_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_x8.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_x8.c
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
+                   $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
+    target_include_directories(test_cpu_x8_${isa} PRIVATE ${_cpu_inc} ${CMAKE_CURRENT_SOURCE_DIR}/common)
+    target_link_libraries(test_cpu_x8_${isa} PRIVATE st_quant m)
+    if(isa STREQUAL "avx512")
+      target_compile_definitions(test_cpu_x8_${isa} PRIVATE ST_TEST_AVX512)
+    endif()
+    add_test(NAME cpu.x8_kernels.${isa} COMMAND test_cpu_x8_${isa})
+    set_tests_properties(cpu.x8_kernels.${isa} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
   endforeach()
 
   # the shared conformance harness (what `strata conformance` runs) on each module

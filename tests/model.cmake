@@ -12,6 +12,10 @@ if(TARGET st_model AND TARGET st_ref)
   target_link_libraries(test_arch PRIVATE st_model_testutil)
   add_test(NAME model.arch COMMAND test_arch ${ST_STORIES})
 
+  add_executable(test_arch_audit ${CMAKE_CURRENT_SOURCE_DIR}/model/test_arch_audit.c)
+  target_link_libraries(test_arch_audit PRIVATE st_model_testutil)
+  add_test(NAME model.arch_audit COMMAND test_arch_audit)
+
   add_executable(test_kv ${CMAKE_CURRENT_SOURCE_DIR}/model/test_kv.c)
   target_link_libraries(test_kv PRIVATE st_model_testutil)
   add_test(NAME model.kv COMMAND test_kv)

@@ -10,6 +10,12 @@
 #  server.concurrency  1/2/4/8 concurrent ~2K-token streams, equal to one-at-a-time outputs
 #  server.supervision  SIGKILL / SIGSEGV / device op fault of the engine: error events, 503, restart
 #  server.stall        a hung device op: watchdog stall report, restart
+#  server.freeze       a stopped engine (SIGSTOP): heartbeats missed, stall report, error events, restart
+#  server.restarts     engines that cannot start: no restart loop, growing back-off, prompt SIGTERM
+#  server.vocab        a tokenizer larger than the embedding: warned at load, 400 at submit; control tokens in content are text
+#  server.connections  1,000 held connections while 64 streams complete; header deadline; half-closed clients
+#  server.edges        key before body, buffered-bytes cap, key file/env, 405/Allow, 429 Retry-After, JSON/UTF-8/NUL/duplicate keys
+#  server.soak         40 s mixed run (STRATA_SOAK_SECONDS=600 for the long one): SIGKILL/SIGSTOP, cancels, hostile bodies, slowloris, overflow
 # Needs node (>= 18); without it, or without the openai package, the tests are skipped.
 if(NOT TARGET st_server)
   return()
@@ -36,7 +42,7 @@ set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
 add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
 set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
 
-set(_srv_tests agent 180 contract 180 hostile 120 concurrency 600 supervision 300 stall 180)
+set(_srv_tests agent 180 contract 180 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 edges 180 soak 240)
 while(_srv_tests)
   list(POP_FRONT _srv_tests _name _timeout)
   if(STRATA_NODE)
@@ -49,3 +55,13 @@ while(_srv_tests)
 endwhile()
 # minutes under a sanitizer build: not part of the sanitizer stage
 set_tests_properties(server.concurrency PROPERTIES LABELS slow)
+
+# libFuzzer targets of the HTTP layer and the OpenAI JSON mapping (ci/fuzz.sh builds and runs them)
+if(STRATA_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang" AND STRATA_HAVE_LIBFUZZER)
+  foreach(_fz fuzz_oai fuzz_http)
+    add_executable(${_fz} ${CMAKE_CURRENT_SOURCE_DIR}/server/${_fz}.c)
+    target_link_libraries(${_fz} PRIVATE st_server)
+    target_compile_options(${_fz} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(${_fz} PRIVATE -fsanitize=fuzzer,address,undefined)
+  endforeach()
+endif()

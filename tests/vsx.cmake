@@ -8,7 +8,7 @@ endif()
 # Kernels against the scalar table and a double reference, linked directly (no module).
 add_executable(test_vsx_kernels ${CMAKE_CURRENT_SOURCE_DIR}/vsx/test_vsx_kernels.c
                $<TARGET_OBJECTS:strata-cpu-vsx_kernels>)
-target_sources(test_vsx_kernels PRIVATE ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c
+target_sources(test_vsx_kernels PRIVATE ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c
                ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c)
 target_include_directories(test_vsx_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core
                            ${PROJECT_SOURCE_DIR}/backends)

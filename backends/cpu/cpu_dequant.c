@@ -21,6 +21,7 @@ ST_DQ(dq_q5_k, ST_TYPE_Q5_K)
 ST_DQ(dq_q6_k, ST_TYPE_Q6_K)
 ST_DQ(dq_iq4_nl, ST_TYPE_IQ4_NL)
 ST_DQ(dq_iq4_xs, ST_TYPE_IQ4_XS)
+ST_DQ(dq_mxfp4, ST_TYPE_MXFP4)
 
 st_cpu_to_float_fn st_cpu_dequant_fn(uint32_t type) {
     switch (type) {
@@ -39,6 +40,7 @@ st_cpu_to_float_fn st_cpu_dequant_fn(uint32_t type) {
     case ST_TYPE_Q6_K: return dq_q6_k;
     case ST_TYPE_IQ4_NL: return dq_iq4_nl;
     case ST_TYPE_IQ4_XS: return dq_iq4_xs;
+    case ST_TYPE_MXFP4: return dq_mxfp4;
     default: return 0;
     }
 }

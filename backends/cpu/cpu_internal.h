@@ -14,16 +14,34 @@
 #include "cpu/cpu_pool.h"
 #include "quant/quant.h"
 
+typedef struct st_cpu_repack st_cpu_repack;
+
 struct st_device {
     st_hostmem mem;    /* host memory accounting (no capacity limit) */
     st_cpu_pool *pool; /* workers for the ops */
     int n_threads;
+    st_cpu_repack *repack; /* repacked weight copies (cpu_repack.c) */
 };
+
 
 /* The module's kernel table, filled once at entry. */
 extern st_cpu_kernels st_cpu_k;
 /* The module's description given at entry. */
 extern const st_cpu_module_desc *st_cpu_desc;
+
+/* ---- repacked weights (cpu_repack.c) ---- */
+st_status st_cpu_repack_create(st_cpu_repack **out);
+/* Frees every copy (counted in mem); NULL is accepted. */
+void st_cpu_repack_destroy(st_cpu_repack *rp, st_hostmem *mem);
+/* The x8-group copy of weight matrix w (same strides as w), made now if it is new and worth
+ * it; NULL = compute w in place (type without x8 kernels, rows not a multiple of 8, a strided
+ * view, repacking off, or not enough host memory). */
+const void *st_cpu_repacked(st_device *d, const st_tensor *w);
+/* Bytes of one x8 group of rows of k elements of type t (0 when t has no x8 layout). */
+static inline size_t st_cpu_x8_group_bytes(uint32_t t, int64_t k) {
+    const st_type_info *ti = st_type_get(t);
+    return ti && ti->block_size ? (size_t)(k / ti->block_size) * st_cpu_k.wt[t].x8_block_bytes : 0;
+}
 
 /* ---- tensor checks (each returns ST_OK or ST_INVALID with an error text naming op/arg) ---- */
 
@@ -120,5 +138,8 @@ st_status st_cpu_attention(st_stream *s, const st_attention_args *a);
 st_status st_cpu_router(st_stream *s, const st_router_args *a);
 st_status st_cpu_argmax(st_stream *s, const st_topk_args *a);
 st_status st_cpu_topk(st_stream *s, const st_topk_args *a);
+/* ABI 1.2 (cpu_oai.c) */
+st_status st_cpu_attention_ex(st_stream *s, const st_attention_ex_args *a);
+st_status st_cpu_swiglu_oai(st_stream *s, const st_swiglu_oai_args *a);
 
 #endif

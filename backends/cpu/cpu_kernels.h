@@ -59,6 +59,38 @@ typedef void (*st_cpu_vec_dot_rows_fn)(int64_t k, const void *w, size_t wstride,
 /* Dequantize k elements of a weight row into floats. */
 typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
 
+/* Interleaved layout of 8 weight rows ("x8 groups", optional per weight type). The framework
+ * may repack a whole weight matrix whose row count is a multiple of 8, once, into groups of 8
+ * rows: x8_block_bytes per weight block (of the type's block size) of the 8 rows, so a group of
+ * rows of k elements takes (k / block size) * x8_block_bytes bytes; groups follow each other,
+ * matrices (experts) follow each other.
+ *
+ * Q4_0 x8 (the layout this header fixes, so the scalar oracle and every ISA share it): per
+ * 32-value block b, 144 bytes at b * 144 of the group: the 8 rows' F16 scales d[r] (16 bytes),
+ * then 4 chunks of 32 bytes; byte 4 * r + e of chunk t holds row r's value 8t + e (unsigned,
+ * 0..15) in its low nibble and value 8t + 4 + e in its high nibble.
+ *
+ * Q4_K x8: per 256-value super-block, 1312 bytes: d[8] and dmin[8] (F16, 32 bytes); the 6-bit
+ * scales as sc[j][r][2] (u8, each twice: 128 bytes) and the mins as mn[j][r] (int16) stored in
+ * pairs of sub-blocks, [j / 2][r][j % 2] (128 bytes); then for each 32-value sub-block j the 4
+ * chunks of 32 bytes of the Q4_0 x8 layout (values 32j + 8t + e and 32j + 8t + 4 + e).
+ *
+ * Numerics of a group dot (the same for every ISA, so the oracle is exact): for row r and
+ * activation row j, acc = 0 and for each block b in order
+ *     Q4_0: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
+ *     Q4_K: acc = fmaf((float)isum, d[r] * d_x[b], acc); acc = fmaf(-(float)msum, dmin[r] * d_x[b], acc)
+ * with isum the exact integer dot of the block (values - 8 for Q4_0; sum over sub-blocks of
+ * scale times the sub-block's dot for Q4_K) and msum = sum over sub-blocks of min times the
+ * activation's sub-block sum. The row's result does not depend on nr or on which group call
+ * computed it (batch invariance). */
+/* Repack 8 rows of k elements (row r at (const char *)w + r * ws) into one x8 group at dst. */
+typedef void (*st_cpu_repack8_fn)(int64_t k, const void *w, size_t ws, void *dst);
+/* s[(8 * g + r) * ss + j] for g < ng, r < 8, j < nr: the dot of row r of x8 group g (group g at
+ * (const char *)wp + g * (k / block size) * x8_block_bytes) with activation row j (as vec_dot's
+ * x, xs, nr). */
+typedef void (*st_cpu_dot8_fn)(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s,
+                               size_t ss);
+
 typedef struct st_cpu_weight_kernels {
     uint32_t vec_type;               /* st_type of the dot partner (activation row format) */
     st_cpu_from_float_fn from_float; /* floats -> vec_type row; NULL when vec_type is F32 */
@@ -67,6 +99,10 @@ typedef struct st_cpu_weight_kernels {
     /* vec_dot over a range of weight rows, bit-identical to vec_dot; NULL = the framework calls
      * vec_dot per row. An ISA that overrides vec_dot must set this with it or leave it NULL. */
     st_cpu_vec_dot_rows_fn vec_dot_rows;
+    /* x8 groups (see above); NULL = the type is never repacked. */
+    st_cpu_repack8_fn repack8;
+    st_cpu_dot8_fn dot8;
+    uint32_t x8_block_bytes; /* bytes of one weight block of 8 rows in the x8 layout */
 } st_cpu_weight_kernels;
 
 typedef struct st_cpu_kernels {
@@ -118,6 +154,17 @@ typedef struct st_cpu_kernels {
 /* Fill every slot of *k with the portable scalar kernels (k->isa = "scalar"). An ISA calls
  * this first and then overrides slots. Never fails. */
 void st_cpu_kernels_scalar(st_cpu_kernels *k);
+/* The MXFP4 weight slot (kernels_fp4.c); st_cpu_kernels_scalar calls it after the Q8_0 slot. */
+void st_cpu_kernels_fp4(st_cpu_kernels *k);
+
+/* Portable versions of the x8 group slots (not in the scalar table: scalar code gains nothing
+ * from repacking). The oracle of the ISA versions, and a building block for ISAs. */
+void st_cpu_repack8_q4_0(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q4_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_q4_k(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q4_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+#define ST_CPU_X8_Q4_0_BLOCK 144
+#define ST_CPU_X8_Q4_K_BLOCK 1312
 
 #ifdef __cplusplus
 }

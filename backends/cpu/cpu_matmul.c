@@ -84,7 +84,9 @@ static char *quantize_moe_rows(st_device *d, const st_cpu_weight_kernels *wk, co
 
 typedef struct mm_block {
     const st_cpu_weight_kernels *wk;
-    const char *w;      /* weight row 0 of this matrix */
+    const char *w;      /* weight row 0 of this matrix (x8 groups when packed) */
+    int packed;         /* w is the repacked copy: rows are read 8 at a time with dot8 */
+    size_t gstride;     /* bytes of one x8 group when packed */
     int64_t wstride;    /* bytes between weight rows */
     const char *qx;     /* n activation rows in the partner format */
     size_t xrow;
@@ -112,9 +114,28 @@ static inline void prefetch_rows(const char *p, int64_t bytes) {
 /* Weight rows per vec_dot_rows call (results buffered, then stored). */
 #define ST_MM_SUB 32
 
+/* Output rows [m0, m1) (multiples of 8) of every activation row, from x8 groups: a block of
+ * ST_MM_SUB weight rows stays in cache while the activation rows pass in groups of 8. */
+static void mm_rows_x8(const mm_block *b, int64_t m0, int64_t m1) {
+    float s[ST_CPU_MAX_NR * ST_MM_SUB];
+    for (int64_t mb = m0; mb < m1; mb += ST_MM_SUB) {
+        int64_t me = mb + ST_MM_SUB < m1 ? mb + ST_MM_SUB : m1;
+        for (int64_t i0 = 0; i0 < b->n; i0 += ST_CPU_MAX_NR) {
+            int nr = (int)(b->n - i0 < ST_CPU_MAX_NR ? b->n - i0 : ST_CPU_MAX_NR);
+            b->wk->dot8(b->K, b->w + (size_t)(mb / 8) * b->gstride, (me - mb) / 8, b->qx + (size_t)i0 * b->xrow, b->xrow, nr, s,
+                        (size_t)nr);
+            for (int64_t m = mb; m < me; m++) mm_store(b, i0, nr, m, s + (m - mb) * nr);
+        }
+    }
+}
+
 /* Output rows [m0, m1) of every activation row. */
 static void mm_rows(const mm_block *b, int64_t m0, int64_t m1) {
     float s[ST_CPU_MAX_NR * ST_MM_SUB];
+    if (b->packed) {
+        mm_rows_x8(b, m0, m1);
+        return;
+    }
     st_cpu_vec_dot_fn vd = b->wk->vec_dot;
     st_cpu_vec_dot_rows_fn vr = b->wk->vec_dot_rows;
     if (b->n <= ST_CPU_MAX_NR) {
@@ -161,9 +182,10 @@ static void mm_rows(const mm_block *b, int64_t m0, int64_t m1) {
     }
 }
 
-static int64_t pick_chunk(int64_t M, int64_t groups, int nth, int64_t n) {
+static int64_t pick_chunk(int64_t M, int64_t groups, int nth, int64_t n, int packed) {
     int64_t c = (M * groups + (int64_t)nth * 8 - 1) / ((int64_t)nth * 8);
     if (n > ST_CPU_MAX_NR) c = (c + ST_MM_RB - 1) / ST_MM_RB * ST_MM_RB;
+    if (packed) c = (c + 7) / 8 * 8; /* whole x8 groups (M is a multiple of 8) */
     if (c < 4) c = 4;
     if (c > M) c = M;
     return c;
@@ -214,11 +236,13 @@ st_status st_cpu_matmul(st_stream *st, const st_matmul_args *a) {
         return st_mod_fail(ST_OOM, "cpu matmul: %lld row pointers", (long long)n);
     }
     for (int64_t i = 0; i < n; i++) orow[i] = st_cpu_row(&a->out, i);
+    const void *wp = st_cpu_repacked(d, &a->w);
     mm_job j;
-    j.b = (mm_block){wk, a->w.data, a->w.nb[1], qx, xrow, n, K, a->out.type, orow, NULL};
+    j.b = (mm_block){wk,  wp ? wp : a->w.data, wp != NULL, st_cpu_x8_group_bytes(a->w.type, K), a->w.nb[1],
+                     qx,  xrow, n, K, a->out.type, orow, NULL};
     j.M = M;
     int nth = st_cpu_nth(d, M * (n < 8 ? n : 8) * K, 32768);
-    j.chunk = pick_chunk(M, 1, nth, n);
+    j.chunk = pick_chunk(M, 1, nth, n, wp != NULL);
     atomic_init(&j.next, 0);
     st_cpu_pool_run(d->pool, mm_task, &j, nth);
     free(orow);
@@ -234,6 +258,9 @@ typedef struct moe_group {
 
 typedef struct moe_job {
     const st_moe_matmul_args *a;
+    const char *w; /* [n_slots][M][K] weights: a->w's, or their repacked copy */
+    int packed;
+    size_t gstride, mstride; /* x8 group and matrix bytes (the copy's), or 0 and nb[2] */
     const st_cpu_weight_kernels *wk;
     const char *qx; /* [n_active][xrow] in sorted order */
     size_t xrow;
@@ -256,7 +283,7 @@ static void moe_task(void *vctx, int ith, int nth) {
         const moe_group *g = &j->groups[t / j->per_group];
         int64_t m0 = (t % j->per_group) * j->chunk;
         int64_t m1 = m0 + j->chunk < j->M ? m0 + j->chunk : j->M;
-        mm_block b = {j->wk, (const char *)a->w.data + g->slot * a->w.nb[2], a->w.nb[1],
+        mm_block b = {j->wk, j->w + g->slot * j->mstride, j->packed, j->gstride, a->w.nb[1],
                       j->qx + (size_t)g->p0 * j->xrow, j->xrow, g->cnt, j->K, a->out.type, j->orow + g->p0,
                       j->oscale ? j->oscale + g->p0 : NULL};
         mm_rows(&b, m0, m1);
@@ -340,6 +367,11 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     moe_job j;
     memset(&j, 0, sizeof j);
     j.a = a;
+    const void *wp = st_cpu_repacked(d, &a->w);
+    j.w = wp ? wp : a->w.data;
+    j.packed = wp != NULL;
+    j.gstride = wp ? st_cpu_x8_group_bytes(a->w.type, K) : 0;
+    j.mstride = wp ? j.gstride * (size_t)(M / 8) : (size_t)a->w.nb[2];
     j.wk = wk;
     j.qx = qx;
     j.xrow = xrow;
@@ -350,7 +382,7 @@ st_status st_cpu_moe_matmul(st_stream *st, const st_moe_matmul_args *a) {
     j.M = M;
     j.K = K;
     int nth = st_cpu_nth(d, M * n_groups * K, 32768);
-    j.chunk = pick_chunk(M, n_groups, nth, n_active / n_groups);
+    j.chunk = pick_chunk(M, n_groups, nth, n_active / n_groups, j.packed);
     j.per_group = (M + j.chunk - 1) / j.chunk;
     atomic_init(&j.next, 0);
     st_cpu_pool_run(d->pool, moe_task, &j, nth);

@@ -111,6 +111,7 @@ static int cpu_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     case ST_OP_MATMUL:
     case ST_OP_MOE_MATMUL: return st_cpu_k.wt[wtype].vec_dot != NULL && st_type_get(st_cpu_k.wt[wtype].vec_type);
     case ST_OP_KV_WRITE:
+    case ST_OP_ATTENTION_EX:
     case ST_OP_ATTENTION: return is_act_type(wtype) || wtype == ST_TYPE_Q8_0;
     case ST_OP_ROUTER:
     case ST_OP_ARGMAX:
@@ -118,6 +119,7 @@ static int cpu_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     case ST_OP_RMS_NORM:
     case ST_OP_ROPE:
     case ST_OP_SWIGLU:
+    case ST_OP_SWIGLU_OAI:
     case ST_OP_MOE_COMBINE:
     case ST_OP_ADD:
     case ST_OP_SCALE:
@@ -143,6 +145,11 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
         free(d);
         return s;
     }
+    if ((s = st_cpu_repack_create(&d->repack)) != ST_OK) {
+        st_cpu_pool_destroy(d->pool);
+        free(d);
+        return s;
+    }
     pthread_mutex_lock(&g_open_mu);
     int slot = -1;
     for (int i = 0; i < ST_CPU_MAX_OPEN; i++)
@@ -154,6 +161,7 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
     pthread_mutex_unlock(&g_open_mu);
     if (slot < 0) {
         st_cpu_pool_destroy(d->pool);
+        st_cpu_repack_destroy(d->repack, &d->mem);
         free(d);
         return st_mod_fail(ST_INVALID, "cpu: more than %d opens of the host CPU device", ST_CPU_MAX_OPEN);
     }
@@ -164,6 +172,7 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
 
 static void device_release(st_device *d) {
     st_cpu_pool_destroy(d->pool);
+    st_cpu_repack_destroy(d->repack, &d->mem);
     pthread_mutex_destroy(&d->mem.mu);
     free(d);
 }
@@ -224,6 +233,8 @@ static const st_backend_ops g_ops = {
     .mul_rows = st_cpu_mul_rows,
     .argmax = st_cpu_argmax,
     .topk = st_cpu_topk,
+    .attention_ex = st_cpu_attention_ex,
+    .swiglu_oai = st_cpu_swiglu_oai,
 };
 
 static st_backend_api g_api;

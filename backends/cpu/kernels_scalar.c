@@ -469,6 +469,7 @@ void st_cpu_kernels_scalar(st_cpu_kernels *k) {
     set_wt(k, ST_TYPE_Q5_K, ST_TYPE_Q8_K, q8_k_from_float, vd_q5_k);
     set_wt(k, ST_TYPE_Q6_K, ST_TYPE_Q8_K, q8_k_from_float, vd_q6_k);
     set_wt(k, ST_TYPE_IQ4_XS, ST_TYPE_Q8_K, q8_k_from_float, vd_iq4_xs);
+    st_cpu_kernels_fp4(k);
     k->dot_f32 = sc_dot_f32;
     k->sumsq_f32 = sc_sumsq_f32;
     k->axpy_f32 = sc_axpy_f32;

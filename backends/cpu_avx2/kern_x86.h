@@ -131,5 +131,6 @@ void st_x86_float_kernels(st_cpu_kernels *k);
 void st_x86_legacy_kernels(st_cpu_kernels *k);
 void st_x86_kquant_kernels(st_cpu_kernels *k);
 void st_x86_attn_kernels(st_cpu_kernels *k);
+void st_x86_x8_kernels(st_cpu_kernels *k);
 
 #endif

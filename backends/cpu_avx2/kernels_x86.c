@@ -13,4 +13,5 @@ void st_x86_kernels_init(st_cpu_kernels *k) {
     st_x86_legacy_kernels(k);
     st_x86_kquant_kernels(k);
     st_x86_attn_kernels(k);
+    st_x86_x8_kernels(k);
 }

@@ -21,6 +21,9 @@ static void help(FILE *f) {
     fprintf(f, "usage: strata bench -m F.gguf [-p 512] [-n 128] [-r 3] [--parallel P] [--json] [options]\n"
                "  -p N        prompt tokens for the prefill measurement (0 = skip)\n"
                "  -n N        tokens decoded one at a time after the prompt (0 = skip)\n"
+               "  -d N        depth: N context tokens evaluated (not timed) before the prompt, so prefill\n"
+               "              runs at positions N.. and decode at N+p.. (llama-bench's -d; for a decode\n"
+               "              figure at the same depth as llama-bench -d N -n M, use -d N -p 0)\n"
                "  -r N        repetitions (mean and standard deviation are reported)\n"
                "  --parallel P  P sequences each get the prompt, then decode together (P tokens per\n"
                "              step); tok/s are aggregate over the sequences\n"
@@ -174,7 +177,7 @@ static int decode_belady(st_model *m, uint64_t from, const int32_t *resident, st
 int st_cmd_bench(int argc, char **argv) {
     st_cli_model_opts o;
     memset(&o, 0, sizeof o);
-    long n_p = 512, n_g = 128, reps = 3, par = 1;
+    long n_p = 512, n_g = 128, reps = 3, par = 1, depth = 0;
     uint64_t seed = 1;
     int seed_given = 0;
     int json = 0, dec_mode = DEC_RANDOM;
@@ -193,6 +196,8 @@ int st_cmd_bench(int argc, char **argv) {
             if (r < 0 || st_cli_int("bench", "-p", v, 0, 1 << 22, &n_p)) return 2;
         } else if ((r = st_cli_opt(argc, argv, &i, "-n", "--n-gen", &v))) {
             if (r < 0 || st_cli_int("bench", "-n", v, 0, 1 << 22, &n_g)) return 2;
+        } else if ((r = st_cli_opt(argc, argv, &i, "-d", "--depth", &v))) {
+            if (r < 0 || st_cli_int("bench", "-d", v, 0, 1 << 22, &depth)) return 2;
         } else if ((r = st_cli_opt(argc, argv, &i, "-r", "--repetitions", &v))) {
             if (r < 0 || st_cli_int("bench", "-r", v, 1, 1000, &reps)) return 2;
         } else if ((r = st_cli_opt(argc, argv, &i, "--parallel", "-P", &v))) {
@@ -227,7 +232,7 @@ int st_cmd_bench(int argc, char **argv) {
     }
     st_model_params mp;
     st_model_params_default(&mp);
-    if (o.ctx <= 0) mp.n_ctx = (int32_t)((n_p + n_g + 1 + 255) / 256 * 256);
+    if (o.ctx <= 0) mp.n_ctx = (int32_t)((depth + n_p + n_g + 1 + 255) / 256 * 256);
     mp.n_seq = (int32_t)par;
     mp.n_out_max = (int32_t)par;
     if (o.batch > 0 && o.batch < par) {
@@ -239,12 +244,13 @@ int st_cmd_bench(int argc, char **argv) {
     if (st_cli_open_planned("bench", &s, &o, &oo, &mp, 0, &os)) return 1;
     const st_model_desc *d = s.d;
     const int32_t V = d->hp.n_vocab;
-    if (n_p + n_g + 1 > st_model_params_of(s.m)->n_ctx) {
-        fprintf(stderr, "strata bench: -p %ld -n %ld needs a context of %ld (--ctx)\n", n_p, n_g, n_p + n_g + 1);
+    if (depth + n_p + n_g + 1 > st_model_params_of(s.m)->n_ctx) {
+        fprintf(stderr, "strata bench: -d %ld -p %ld -n %ld needs a context of %ld (--ctx)\n", depth, n_p, n_g,
+                depth + n_p + n_g + 1);
         st_cli_close_planned(&s, &os);
         return 2;
     }
-    const long np1 = n_p > 0 ? n_p : 1;
+    const long np1 = n_p > depth ? n_p : depth > 0 ? depth : 1; /* prompt tokens: the longer of -p and -d */
     int32_t *prompt = malloc((size_t)np1 * sizeof *prompt);
     int32_t *tok = malloc((size_t)par * sizeof *tok), *pos = malloc((size_t)par * sizeof *pos);
     int32_t *sq = malloc((size_t)par * sizeof *sq);
@@ -309,17 +315,20 @@ int st_cmd_bench(int argc, char **argv) {
         st_kv_clear(kv);
         long at = 0;
         for (long q = 0; q < par; q++) tok[q] = prompt[np1 - 1];
+        for (long q = 0; q < par && depth > 0; q++) /* the context already there (not timed) */
+            if (st_model_eval(s.m, (int32_t)q, prompt, (int32_t)depth, 0, 0, NULL, err, sizeof err)) goto fail;
+        at = depth;
         if (n_p > 0) { /* every sequence gets the prompt */
             uint64_t t0 = st_now_ns();
             for (long q = 0; q < par; q++)
-                if (st_model_eval(s.m, (int32_t)q, prompt, (int32_t)n_p, 0, 0, NULL, err, sizeof err) ||
+                if (st_model_eval(s.m, (int32_t)q, prompt, (int32_t)n_p, (int32_t)depth, 0, NULL, err, sizeof err) ||
                     st_model_argmax(s.m, &tok[q], err, sizeof err))
                     goto fail;
             double v = (double)(n_p * par) / ((double)(st_now_ns() - t0) / 1e9);
             for (long q = 1; q < par; q++) tok[q] = (int32_t)((tok[q] + q) % V);
             stat_add(&sp, v);
             best_p = v > best_p ? v : best_p;
-            at = n_p;
+            at = depth + n_p;
         }
         if (n_g > 0) { /* then they decode together: one token of each per step */
             st_model_expert_info e0;
@@ -364,7 +373,7 @@ int st_cmd_bench(int argc, char **argv) {
     uint64_t b_nonexp, b_exp;
     decode_bytes(d, &b_nonexp, &b_exp);
     if (par > 1 && d->hp.n_expert > 0 && n_g > 0) {
-        long at = n_p + n_g;
+        long at = depth + n_p + n_g;
         if (at + 1 <= st_model_params_of(s.m)->n_ctx) {
             for (long q = 0; q < par; q++) pos[q] = (int32_t)at;
             st_batch b = {(int32_t)par, tok, pos, sq, want};
@@ -376,7 +385,7 @@ int st_cmd_bench(int argc, char **argv) {
             b_exp = used_expert_bytes(d, st_model_expert_counts(s.m));
         }
     }
-    double mean_pos = (double)n_p + (double)n_g / 2.0;
+    double mean_pos = (double)(depth + n_p) + (double)n_g / 2.0;
     double b_kv = mean_pos * (double)st_kv_bytes_per_pos(kv) * (double)par;
     double b_tok = (double)b_nonexp + (double)b_exp + b_kv; /* per step */
     double gbs = b_tok * (stat_mean(&sg) / (double)par) / 1e9;
@@ -402,11 +411,11 @@ int st_cmd_bench(int argc, char **argv) {
     const double bel_rate = bel_ok && hybrid ? st_expert_stats_hit_rate(&bel_dec) : -1;
     if (json) {
         printf("{\"model\":\"%s\",\"arch\":\"%s\",\"device\":\"%s\",\"weights_in_place\":%s,\"kv_type\":\"%s\","
-               "\"decode_tokens\":\"%s\",\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,\"threads\":%ld,\"n_ctx\":%d,\"n_batch\":%d,"
+               "\"decode_tokens\":\"%s\",\"depth\":%ld,\"n_prompt\":%ld,\"n_gen\":%ld,\"repetitions\":%ld,\"threads\":%ld,\"n_ctx\":%d,\"n_batch\":%d,"
                "\"parallel\":%ld,\"prefill_tok_s\":%.3f,\"prefill_tok_s_sd\":%.3f,\"prefill_tok_s_best\":%.3f,"
                "\"decode_tok_s\":%.3f,\"decode_tok_s_sd\":%.3f,\"decode_tok_s_best\":%.3f,",
                o.model, d->hp.arch_name, s.device_text, st_model_weights_in_place(s.m) ? "true" : "false", kvn,
-               k_dec_names[dec_mode], n_p,
+               k_dec_names[dec_mode], depth, n_p,
                n_g, reps, o.threads, st_model_params_of(s.m)->n_ctx, st_model_params_of(s.m)->n_batch, par,
                stat_mean(&sp), stat_sd(&sp), best_p, stat_mean(&sg), stat_sd(&sg), best_g);
         printf("\"decode_bytes_per_token\":{\"nonexpert\":%.0f,\"experts\":%.0f,\"kv\":%.0f,\"total\":%.0f},"

@@ -2,6 +2,7 @@
  * the device, runs the slot engine, and talks to the front over the socket given by --fd. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,76 @@ static void elog(const char *fmt, ...) {
     st_crash_log_line(line);
 }
 
+/* Frames to the front come from the engine thread and the heartbeat thread: one at a time. */
+static pthread_mutex_t g_send_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int esend(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb) {
+    pthread_mutex_lock(&g_send_mu);
+    int rc = st_msg_send(fd, type, a, na, b, nb);
+    pthread_mutex_unlock(&g_send_mu);
+    return rc;
+}
+
+/* The heartbeat: a frame every `interval` seconds from its own thread, from the start (the
+ * model's load included) to the end, so the front sees a frozen or stopped process (SIGSTOP,
+ * a machine-wide hang) even when the engine thread is inside a long step. A step that never
+ * ends while the process runs is the watchdog's to see. */
+typedef struct heartbeat {
+    int fd;
+    double interval;
+    uint64_t steps; /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    pthread_t th;
+    int started;
+} heartbeat;
+
+static void *heartbeat_main(void *arg) {
+    heartbeat *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        uint64_t steps = h->steps;
+        pthread_mutex_unlock(&h->mu);
+        if (esend(h->fd, ST_MSG_PROGRESS, &steps, sizeof steps, NULL, 0)) return NULL; /* the front is gone */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = (long)(h->interval * 1e9);
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec += ns % 1000000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&h->mu);
+        if (!h->stop) pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void heartbeat_start(heartbeat *h, int fd, double stall) {
+    memset(h, 0, sizeof *h);
+    h->fd = fd;
+    h->interval = stall / 5 < 0.05 ? 0.05 : stall / 5 > 1.0 ? 1.0 : stall / 5;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->started = pthread_create(&h->th, NULL, heartbeat_main, h) == 0;
+    if (!h->started) fprintf(stderr, "strata engine: WARNING: no heartbeat thread; the front may take this engine for frozen\n");
+}
+
+static void heartbeat_stop(heartbeat *h) {
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        h->stop = 1;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->th, NULL);
+    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+}
+
 typedef struct {
     int fd;
     st_watchdog *wd;
@@ -40,7 +111,7 @@ typedef struct {
 
 static void emit(void *user, const st_engine_event *ev) {
     emit_ctx *c = user;
-    st_msg_send(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
+    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
 }
 
 typedef struct {
@@ -72,14 +143,14 @@ static int handle(int fd, st_engine *e, st_model *m) {
     if (st_msg_recv(fd, &type, &p, &len)) return -1;
     if (type == ST_MSG_SUBMIT && len >= sizeof(st_msg_submit)) {
         st_msg_submit *s = p;
-        st_gen_request r;
+        st_gen_request r; /* tokens, grammar and biases follow the struct (server/proto_submit.c) */
         char err[256] = "";
         if (st_msg_submit_unpack(p, len, &r) || st_engine_submit(e, &r, err, sizeof err)) {
             st_msg_refused rf;
             memset(&rf, 0, sizeof rf);
             rf.id = s->id;
             snprintf(rf.msg, sizeof rf.msg, "%s", err[0] ? err : "malformed request");
-            st_msg_send(fd, ST_MSG_REFUSED, &rf, sizeof rf, NULL, 0);
+            esend(fd, ST_MSG_REFUSED, &rf, sizeof rf, NULL, 0);
         }
     } else if (type == ST_MSG_CANCEL && len == sizeof(uint64_t)) {
         st_engine_cancel(e, *(uint64_t *)p);
@@ -93,10 +164,145 @@ static int handle(int fd, st_engine *e, st_model *m) {
         /* the plan's table and the expert cache's statistics follow as Prometheus text */
         static char text[1 << 17];
         size_t tl = st_offload_format_metrics(&g_off, m, text, sizeof text);
-        st_msg_send(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
+        esend(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
     }
     free(p);
     return 0;
+}
+
+/* Everything the engine process holds; engine_release frees what was made. */
+typedef struct engine_run {
+    int fd, parallel;
+    double stall;
+    const char *dir, *model;
+    heartbeat *hb;
+    st_backend_registry *reg;
+    const st_backend_device *pick;
+    dev_info di;
+    st_gguf *g;
+    st_model_desc *desc;
+    st_tokenizer *tok;
+    int planned;
+    st_model *m;
+    st_engine *e;
+    st_gvocab *gv; /* the vocabulary for grammar-constrained requests (NULL: they are refused) */
+} engine_run;
+
+static void engine_release(engine_run *er) {
+    st_engine_free(er->e);
+    st_gvocab_free(er->gv);
+    st_model_free(er->m);
+    if (er->planned) st_offload_release(&g_off);
+    if (er->di.dev) er->di.api->device_close(er->di.dev);
+    st_tokenizer_free(er->tok);
+    st_model_desc_free(er->desc);
+    st_gguf_close(er->g);
+    if (er->reg) st_backend_registry_close(er->reg);
+}
+
+/* Opens the device, the model and the engine. Returns 0, or the exit status: a start-up
+ * failure that will repeat is ST_ENGINE_EXIT_START (the front does not loop on it). */
+static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend, int device, int ctx, int queue,
+                       const char *kv_type) {
+    char err[512];
+    er->reg = st_backend_registry_open(NULL);
+    for (uint32_t i = 0; er->reg && i < st_backend_registry_n_devices(er->reg) && !er->pick; i++) {
+        const st_backend_device *d = st_backend_registry_device(er->reg, i);
+        if (backend && strcmp(d->module->backend, backend) && strcmp(d->module->name, backend)) continue;
+        if (device >= 0 && (uint32_t)device != d->index) continue;
+        er->pick = d;
+    }
+    if (!er->pick) {
+        elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
+        return ST_ENGINE_EXIT_START;
+    }
+    er->di.api = er->pick->module->api;
+    snprintf(er->di.name, sizeof er->di.name, "%s", er->pick->props->name);
+    er->g = st_gguf_open(er->model, err, sizeof err);
+    er->desc = er->g ? st_arch_describe(er->g, err, sizeof err) : NULL;
+    er->tok = er->desc ? st_tokenizer_from_gguf(er->g, err, sizeof err) : NULL;
+    int kt = st_kv_type_from_name(kv_type);
+    if (!er->tok || kt < 0) {
+        if (kt < 0) snprintf(err, sizeof err, "unknown --kv-type '%s' (f16, f32, q8_0)", kv_type);
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    if (er->di.api->device_open(er->pick->index, &er->di.dev) != ST_OK) {
+        er->di.dev = NULL;
+        elog("cannot open %s: %s", er->di.name, er->di.api->last_error());
+        return 1; /* a device may be busy for a while: not a start-up failure that must repeat */
+    }
+    st_model_params mp;
+    st_model_params_default(&mp);
+    mp.n_seq = er->parallel;
+    if (ctx > 0) mp.n_ctx = ctx;
+    mp.n_out_max = er->parallel > 1 ? er->parallel : 1;
+    mp.kv_type = (uint32_t)kt;
+    /* the memory plan before the first allocation: its table goes to the log */
+    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.dev, &mp, stderr, &g_off, err, sizeof err)) {
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    er->planned = 1;
+    er->m = st_offload_load(&g_off, er->desc, er->di.api, er->di.dev, er->pick->index, &mp, stderr, err, sizeof err);
+    int32_t eog[16], n_eog = 0;
+    for (int32_t t = 0; er->m && t < (int32_t)st_tokenizer_vocab_size(er->tok) && n_eog < 16; t++)
+        if (st_tokenizer_is_eog(er->tok, t)) eog[n_eog++] = t;
+    er->gv = er->m ? st_gvocab_from_tokenizer(er->tok) : NULL;
+    st_engine_config ec = {.n_slots = er->parallel, .n_budget = 0, .queue_max = queue, .where = er->di.name,
+                           .max_step_s = er->stall / 4, .gvocab = er->gv};
+    er->e = er->m ? st_engine_new(er->m, &ec, eog, n_eog, err, sizeof err) : NULL;
+    if (!er->e) {
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    return 0;
+}
+
+/* Says READY, then serves the front's messages and runs steps until the front goes away or a
+ * step fails. Returns the exit status. */
+static int engine_serve(engine_run *er) {
+    int fd = er->fd;
+    char err[512];
+    st_msg_ready rd;
+    memset(&rd, 0, sizeof rd);
+    rd.n_ctx = st_model_params_of(er->m)->n_ctx;
+    rd.n_slots = er->parallel;
+    rd.n_vocab = er->desc->hp.n_vocab;
+    snprintf(rd.device, sizeof rd.device, "%s", er->di.name);
+    snprintf(rd.model, sizeof rd.model, "%s", er->model);
+    elog("model %s on %s: %d slots x %d positions", er->model, er->di.name, er->parallel, rd.n_ctx);
+    if (esend(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
+    st_watchdog *wd = st_watchdog_start(er->stall, er->dir, describe_devices, &er->di);
+    emit_ctx ecx = {fd, wd};
+    uint64_t step = 0;
+    int status = 0;
+    for (;;) {
+        int busy = st_engine_busy(er->e);
+        if (wd) st_watchdog_busy(wd, busy);
+        /* every message that waits is served before the next step (a cancel among them) */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, busy ? 0 : 500), gone = 0;
+        while (r > 0 && !(gone = handle(fd, er->e, er->m))) r = poll(&p, 1, 0);
+        if (gone || (r < 0 && errno != EINTR)) break; /* the front is gone: leave quietly */
+        if (!st_engine_busy(er->e)) continue;
+        if (wd) st_watchdog_busy(wd, 1);
+        step++;
+        if (st_engine_step(er->e, emit, &ecx, err, sizeof err)) {
+            /* the device may be in any state now: every request got its error; end so that the
+             * front starts a fresh engine with a freshly opened device */
+            elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
+                 ST_ENGINE_EXIT_DEVICE);
+            status = ST_ENGINE_EXIT_DEVICE;
+            break;
+        }
+        if (wd) st_watchdog_progress(wd);
+        pthread_mutex_lock(&er->hb->mu);
+        er->hb->steps = step;
+        pthread_mutex_unlock(&er->hb->mu);
+    }
+    st_watchdog_stop(wd);
+    return status;
 }
 
 int st_cmd_engine(int argc, char **argv) {
@@ -135,112 +341,22 @@ int st_cmd_engine(int argc, char **argv) {
     prctl(PR_SET_NAME, "strata-engine"); /* started as /proc/self/exe: name it for ps and reports */
     prctl(PR_SET_PDEATHSIG, SIGTERM);     /* never outlive the front, even inside a hung step */
     st_crash_install(dir);
+    static heartbeat hb;
+    heartbeat_start(&hb, fd, stall);
     st_crash_set_stage("loading %s", model);
     if (oo.cpu_threads > 0) st_backend_set_threads((unsigned)oo.cpu_threads);
     else if (threads > 0) st_backend_set_threads((unsigned)threads);
-    st_backend_registry *reg = st_backend_registry_open(NULL);
-    const st_backend_device *pick = NULL;
-    for (uint32_t i = 0; reg && i < st_backend_registry_n_devices(reg); i++) {
-        const st_backend_device *d = st_backend_registry_device(reg, i);
-        if (backend && strcmp(d->module->backend, backend) && strcmp(d->module->name, backend)) continue;
-        if (device >= 0 && (uint32_t)device != d->index) continue;
-        pick = d;
-        break;
-    }
-    if (!pick) {
-        elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
-        return 1;
-    }
-    dev_info di = {.api = pick->module->api};
-    snprintf(di.name, sizeof di.name, "%s", pick->props->name);
-    char err[512];
-    st_gguf *g = st_gguf_open(model, err, sizeof err);
-    st_model_desc *desc = g ? st_arch_describe(g, err, sizeof err) : NULL;
-    st_tokenizer *tok = desc ? st_tokenizer_from_gguf(g, err, sizeof err) : NULL;
-    if (!tok) {
-        elog("%s", err);
-        return 1;
-    }
-    st_status s = di.api->device_open(pick->index, &di.dev);
-    if (s != ST_OK) {
-        elog("cannot open %s: %s", di.name, di.api->last_error());
-        return 1;
-    }
-    st_model_params mp;
-    st_model_params_default(&mp);
-    mp.n_seq = parallel;
-    if (ctx > 0) mp.n_ctx = ctx;
-    mp.n_out_max = parallel > 1 ? parallel : 1;
-    int kt = st_kv_type_from_name(kv_type);
-    if (kt < 0) {
-        elog("unknown --kv-type '%s' (f16, f32, q8_0)", kv_type);
-        return 1;
-    }
-    mp.kv_type = (uint32_t)kt;
-    /* the memory plan before the first allocation: its table goes to the log */
-    if (st_offload_prepare(&oo, desc, reg, pick, di.dev, &mp, stderr, &g_off, err, sizeof err)) {
-        elog("%s", err);
-        return 1;
-    }
-    st_model *m = st_offload_load(&g_off, desc, di.api, di.dev, pick->index, &mp, stderr, err, sizeof err);
-    if (!m) {
-        elog("%s", err);
-        return 1;
-    }
-    int32_t eog[16], n_eog = 0;
-    for (int32_t t = 0; t < (int32_t)st_tokenizer_vocab_size(tok) && n_eog < 16; t++)
-        if (st_tokenizer_is_eog(tok, t)) eog[n_eog++] = t;
-    st_gvocab *gv = st_gvocab_from_tokenizer(tok); /* for grammar-constrained requests (NULL: refused) */
-    st_engine_config ec = {.n_slots = parallel, .n_budget = 0, .queue_max = queue, .where = di.name,
-                           .max_step_s = stall / 4, .gvocab = gv};
-    st_engine *e = st_engine_new(m, &ec, eog, n_eog, err, sizeof err);
-    if (!e) {
-        elog("%s", err);
-        return 1;
-    }
-    st_msg_ready rd;
-    memset(&rd, 0, sizeof rd);
-    rd.n_ctx = st_model_params_of(m)->n_ctx;
-    rd.n_slots = parallel;
-    rd.n_vocab = desc->hp.n_vocab;
-    snprintf(rd.device, sizeof rd.device, "%s", di.name);
-    snprintf(rd.model, sizeof rd.model, "%s", model);
-    elog("model %s on %s: %d slots x %d positions", model, di.name, parallel, rd.n_ctx);
-    if (st_msg_send(fd, ST_MSG_READY, &rd, sizeof rd, NULL, 0)) return 0;
-    st_watchdog *wd = st_watchdog_start(stall, dir, describe_devices, &di);
-    emit_ctx ecx = {fd, wd};
-    uint64_t step = 0;
-    int status = 0;
-    for (;;) {
-        int busy = st_engine_busy(e);
-        if (wd) st_watchdog_busy(wd, busy);
-        /* every message that waits is served before the next step (a cancel among them) */
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, busy ? 0 : 500), gone = 0;
-        while (r > 0 && !(gone = handle(fd, e, m))) r = poll(&p, 1, 0);
-        if (gone || (r < 0 && errno != EINTR)) break; /* the front is gone: leave quietly */
-        if (!st_engine_busy(e)) continue;
-        if (wd) st_watchdog_busy(wd, 1);
-        step++;
-        if (st_engine_step(e, emit, &ecx, err, sizeof err)) {
-            /* the device may be in any state now: every request got its error; end so that the
-             * front starts a fresh engine with a freshly opened device */
-            elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
-                 ST_ENGINE_EXIT_DEVICE);
-            status = ST_ENGINE_EXIT_DEVICE;
-            break;
-        }
-        if (wd) st_watchdog_progress(wd);
-    }
-    st_watchdog_stop(wd);
-    st_engine_free(e);
-    st_gvocab_free(gv);
-    st_model_free(m);
-    st_offload_release(&g_off);
-    di.api->device_close(di.dev);
-    st_tokenizer_free(tok);
-    st_model_desc_free(desc);
-    st_gguf_close(g);
-    st_backend_registry_close(reg);
+    engine_run er;
+    memset(&er, 0, sizeof er);
+    er.fd = fd;
+    er.stall = stall;
+    er.dir = dir;
+    er.model = model;
+    er.parallel = parallel;
+    er.hb = &hb;
+    int status = engine_load(&er, &oo, backend, device, ctx, queue, kv_type);
+    if (status == 0) status = engine_serve(&er);
+    heartbeat_stop(&hb);
+    engine_release(&er);
     return status;
 }

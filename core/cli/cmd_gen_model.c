@@ -12,7 +12,8 @@
 static void help(FILE *f) {
     fprintf(f,
             "usage: strata gen-model --out F.gguf [--arch A] [--preset P] [options]\n"
-            "  --arch A              llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe (default llama)\n"
+            "  --arch A              llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, deepseek2,\n"
+            "                        glm4moe, gpt-oss (default llama)\n"
             "  --preset P            %s (default demo: a few MB)\n"
             "  --layers N --embd N --ff N --heads N --kv-heads N --head-dim N\n"
             "  --experts N --experts-used N --expert-ff N --shared-expert-ff N\n"
@@ -30,7 +31,15 @@ static void help(FILE *f) {
             "  --ctx-train N         <arch>.context_length written (default 4096)\n"
             "  --rope-base X         rope.freq_base (default 10000; qwen3-30b-a3b 1e6)\n"
             "  --rope-scaling T      none, linear or yarn, with --rope-factor X and\n"
-            "                        --rope-orig-ctx N (original training context)\n",
+            "                        --rope-orig-ctx N (original training context)\n"
+            "  deepseek2: --q-lora N (0: one attn_q matrix) --dense-lead N --gating softmax|sigmoid\n"
+            "                        (sigmoid adds the exp_probs_b selection bias, renormalizes and\n"
+            "                        scales by 2.5; softmax does neither) --merged-gate-up\n"
+            "  glm4moe: --nextn N (NextN layers after the trunk, default 1) --no-qk-norm\n"
+            "  gpt-oss: --swa N (sliding window, default 8) --expert-type T (e.g. MXFP4)\n"
+            "  --saver-extras        also write what llama.cpp's model saver writes for every family:\n"
+            "                        Q/K/V biases, every weight's .scale and .input_scale, and keys\n"
+            "                        at values the family ignores or holds neutral\n",
             st_gen_preset_names());
 }
 
@@ -93,6 +102,10 @@ int st_cmd_gen_model(int argc, char **argv) {
         IOPT("--shared-expert-ff", 0, 1 << 22, p.hp.n_ff_shexp)
         IOPT("--ctx-train", 1, 1 << 24, p.hp.n_ctx_train)
         IOPT("--vocab-size", 0, 1 << 24, p.vocab_size)
+        IOPT("--q-lora", 0, 1 << 16, p.hp.n_lora_q)
+        IOPT("--dense-lead", 0, 4096, p.hp.n_dense_lead)
+        IOPT("--nextn", 0, 16, p.hp.n_nextn)
+        IOPT("--swa", 1, 1 << 20, p.hp.n_swa)
 #undef IOPT
         if ((r = st_cli_opt(argc, argv, &i, "--head-dim", NULL, &v))) {
             if (r < 0 || st_cli_int("gen-model", "--head-dim", v, 2, 1 << 16, &n)) return 2;
@@ -137,6 +150,28 @@ int st_cmd_gen_model(int argc, char **argv) {
         } else if ((r = st_cli_opt(argc, argv, &i, "--rope-base", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--rope-base", v, &x) || x <= 0) return 2;
             p.hp.rope_freq_base = (float)x;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--expert-type", NULL, &v))) {
+            int t = r < 0 ? -1 : st_type_from_name(v);
+            if (t < 0 || !st_type_get((uint32_t)t) || st_type_get((uint32_t)t)->block_size <= 0) {
+                fprintf(stderr, "strata gen-model: unknown --expert-type '%s'\n", v);
+                return 2;
+            }
+            p.expert_type = (uint32_t)t;
+        } else if (!strcmp(argv[i], "--no-qk-norm")) {
+            p.hp.qk_norm = ST_QK_NORM_NONE;
+        } else if (!strcmp(argv[i], "--merged-gate-up")) {
+            p.merged_gate_up = 1;
+        } else if ((r = st_cli_opt(argc, argv, &i, "--gating", NULL, &v))) {
+            if (r < 0 || (strcmp(v, "softmax") && strcmp(v, "sigmoid"))) {
+                fprintf(stderr, "strata gen-model: --gating must be softmax or sigmoid\n");
+                return 2;
+            }
+            const int sig = !strcmp(v, "sigmoid");
+            p.hp.expert_gating = sig ? ST_ROUTER_SIGMOID : ST_ROUTER_SOFTMAX;
+            p.hp.expert_weights_norm = sig;
+            p.hp.expert_weights_scale = sig ? 2.5f : 1.0f;
+        } else if (!strcmp(argv[i], "--saver-extras")) {
+            p.saver_extras = 1;
         } else if ((r = st_cli_opt(argc, argv, &i, "--router-skew", NULL, &v))) {
             if (r < 0 || st_cli_float("gen-model", "--router-skew", v, &x)) return 2;
             p.router_skew = (float)x;
@@ -159,9 +194,14 @@ int st_cmd_gen_model(int argc, char **argv) {
         help(stderr);
         return 2;
     }
-    if (shape_given && !head_dim_given && p.hp.n_head > 0)
-        p.hp.head_dim = p.hp.n_embd / p.hp.n_head; /* follow --embd/--heads */
-    p.hp.n_rot = p.hp.head_dim;
+    if (p.hp.arch == ST_ARCH_DEEPSEEK2) {
+        p.hp.head_dim = p.hp.n_rot; /* the head sizes are the preset's MLA sizes */
+    } else {
+        if (shape_given && !head_dim_given && p.hp.n_head > 0)
+            p.hp.head_dim = p.hp.n_embd / p.hp.n_head; /* follow --embd/--heads */
+        /* glm4moe rotates half of each head (partial rope) */
+        p.hp.n_rot = p.hp.arch == ST_ARCH_GLM4MOE ? p.hp.head_dim / 2 : p.hp.head_dim;
+    }
     if (p.hp.n_head_kv > p.hp.n_head) p.hp.n_head_kv = p.hp.n_head;
     p.progress = 1;
     char err[1024];

@@ -1,11 +1,14 @@
 /* strata gguf FILE [--all]: a GGUF file's version, metadata and tensor table.
  * Long arrays are summarized; per-layer tensors (blk.N.*) are collapsed over N into one line
- * per name pattern unless --all is given. */
+ * per name pattern unless --all is given.
+ * strata gguf --check FILE: what the file holds that Strata would not use (keys it does not
+ * read, tensors loaded-unused as in the reference, and what makes it refuse the file). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "cli/commands.h"
 #include "gguf/gguf.h"
 #include "strata/backend.h"
@@ -282,18 +285,48 @@ static void print_totals(const st_gguf *g)
     }
 }
 
+/* --check: the audit of the file against its family. 0 when Strata would load it, 1 not. */
+static int check(const st_gguf *g, const char *path)
+{
+    static const char *const label[] = {"refused", "not read", "unused"};
+    char err[1024];
+    st_audit a;
+    if (st_arch_audit(g, &a, err, sizeof err)) {
+        printf("%s: refused: %s\n", path, err);
+        return 1;
+    }
+    int32_t counts[3] = {0, 0, 0};
+    for (int32_t i = 0; i < a.n; i++) counts[a.items[i].kind]++;
+    printf("%s: %d refused, %d keys not read, %d tensors loaded-unused\n", path, counts[ST_AUDIT_REFUSED],
+           counts[ST_AUDIT_NOT_READ], counts[ST_AUDIT_UNUSED]);
+    for (int kind = 0; kind < 3; kind++)
+        for (int32_t i = 0; i < a.n; i++)
+            if ((int)a.items[i].kind == kind)
+                printf("  %-9s %-48s %s\n", label[kind], a.items[i].name, a.items[i].why);
+    int refused = a.n_refused > 0;
+    printf("%s\n", refused ? "verdict: Strata refuses this file" : "verdict: Strata loads this file; everything "
+                                                                   "it holds and does not use is listed above");
+    st_audit_free(&a);
+    return refused;
+}
+
 int st_cmd_gguf(int argc, char **argv)
 {
     const char *path = NULL;
-    int all = 0;
+    int all = 0, do_check = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--all")) {
             all = 1;
+        } else if (!strcmp(argv[i], "--check")) {
+            do_check = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: strata gguf FILE [--all]\n"
+            printf("usage: strata gguf FILE [--all] | strata gguf --check FILE\n"
                    "  Prints the version, metadata (long arrays summarized) and tensor table of\n"
                    "  a GGUF file (all shards of a split model when FILE is one of them).\n"
-                   "  --all  list every tensor and print long strings whole\n");
+                   "  --all    list every tensor and print long strings whole\n"
+                   "  --check  list what the file holds that Strata would not use: metadata keys\n"
+                   "           it does not read, tensors loaded but unused (as in llama.cpp), and\n"
+                   "           what makes it refuse the file; exit 1 when it would refuse it\n");
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "strata gguf: unknown option '%s'\n", argv[i]);
@@ -314,6 +347,11 @@ int st_cmd_gguf(int argc, char **argv)
     if (!g) {
         fprintf(stderr, "strata gguf: %s\n", err);
         return 1;
+    }
+    if (do_check) {
+        int rc = check(g, path);
+        st_gguf_close(g);
+        return rc;
     }
     printf("GGUF version %u, alignment %u, %u file%s\n", st_gguf_version(g), st_gguf_alignment(g),
            st_gguf_shard_count(g), st_gguf_shard_count(g) == 1 ? "" : "s");

@@ -13,9 +13,11 @@ static int usage(FILE *f) {
     fprintf(f,
             "usage: strata serve [-m F.gguf] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N]\n"
             "                    [--api-key K] [--chat-template NAME] [--alias NAME] [--stall-timeout S]\n"
-            "                    [--restart-delay S] [--threads N] [--backend NAME] [--device N]\n"
+            "                    [--restart-delay S] [--restart-limit N] [--threads N] [--backend NAME] [--device N]\n"
             "                    [--kv-type f16|f32|q8_0] [--max-body BYTES] [--max-depth N] [--queue N]\n"
-            "                    [--report-dir DIR] [--config FILE.json]\n"
+            "                    [--report-dir DIR] [--config FILE.json] [--content-specials text|parse]\n"
+            "                    [--api-key-file FILE] [--max-buffered BYTES] [--max-connections N]\n"
+            "                    [--max-conn-per-ip N] [--header-timeout S] [--body-timeout S] [--http-threads N]\n"
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
@@ -50,8 +52,12 @@ static int g_ctx_total; /* -c/--ctx-size: the whole KV pool, split over the slot
 
 /* Apply one option (name without the leading dashes). The value string must outlive the
  * configuration. Returns 0, 1 for an unknown name, -1 for a bad value (printed). */
+static char *own(char *v);
+static int read_key_file(const char *path, const char **key);
+
 static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const char *v) {
     double x;
+    if (!strcmp(k, "api-key-file")) return read_key_file(v, &c->api_key);
     if (!strcmp(k, "model") || !strcmp(k, "m")) c->model_path = v;
     else if (!strcmp(k, "host")) c->host = v;
     else if (!strcmp(k, "api-key")) c->api_key = v;
@@ -80,9 +86,36 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     } else if (!strcmp(k, "restart-delay")) {
         if (num_opt("--restart-delay", v, 0, 3600, &x)) return -1;
         c->restart_delay = x;
+    } else if (!strcmp(k, "content-specials")) {
+        if (strcmp(v, "text") && strcmp(v, "parse")) {
+            fprintf(stderr, "strata serve: --content-specials wants text or parse, got '%s'\n", v);
+            return -1;
+        }
+        c->content_specials = !strcmp(v, "parse");
+    } else if (!strcmp(k, "restart-limit")) {
+        if (num_opt("--restart-limit", v, 1, 1000, &x)) return -1;
+        c->restart_limit = (int)x;
     } else if (!strcmp(k, "max-body")) {
-        if (num_opt("--max-body", v, 1024, 1 << 30, &x)) return -1;
+        if (num_opt("--max-body", v, 1024, 64 << 20, &x)) return -1;
         c->max_body = (size_t)x;
+    } else if (!strcmp(k, "max-buffered")) {
+        if (num_opt("--max-buffered", v, 1 << 16, 1 << 30, &x)) return -1;
+        c->max_buffered = (size_t)x;
+    } else if (!strcmp(k, "max-connections")) {
+        if (num_opt("--max-connections", v, 16, 1 << 20, &x)) return -1;
+        c->max_connections = (int)x;
+    } else if (!strcmp(k, "max-conn-per-ip")) {
+        if (num_opt("--max-conn-per-ip", v, 0, 1 << 20, &x)) return -1;
+        c->max_conn_per_ip = (int)x;
+    } else if (!strcmp(k, "header-timeout")) {
+        if (num_opt("--header-timeout", v, 0.1, 3600, &x)) return -1;
+        c->header_timeout = x;
+    } else if (!strcmp(k, "body-timeout")) {
+        if (num_opt("--body-timeout", v, 1, 3600, &x)) return -1;
+        c->body_timeout = x;
+    } else if (!strcmp(k, "http-threads")) {
+        if (num_opt("--http-threads", v, 1, 256, &x)) return -1;
+        c->http_threads = (int)x;
     } else if (!strcmp(k, "max-depth")) {
         if (num_opt("--max-depth", v, 2, 1000, &x)) return -1;
         c->max_depth = (int)x;
@@ -120,6 +153,28 @@ static char *own(char *v) {
     g_owned = p;
     g_owned[g_n_owned++] = v;
     return v;
+}
+
+/* The API key from a file (its first line, without the line end and trailing blanks), so that
+ * it does not show in `ps` as --api-key does. */
+static int read_key_file(const char *path, const char **key) {
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    if (!f || !fgets(line, sizeof line, f)) {
+        fprintf(stderr, "strata serve: cannot read the API key from --api-key-file %s\n", path);
+        if (f) fclose(f);
+        return -1;
+    }
+    fclose(f);
+    size_t l = strcspn(line, "\r\n");
+    while (l && (line[l - 1] == ' ' || line[l - 1] == '\t')) l--;
+    line[l] = 0;
+    if (!l) {
+        fprintf(stderr, "strata serve: --api-key-file %s: the first line is empty\n", path);
+        return -1;
+    }
+    *key = own(strdup(line));
+    return *key ? 0 : -1;
 }
 
 /* Options from a JSON file: keys are the long option names without dashes, values strings or
@@ -281,6 +336,12 @@ int st_cmd_serve(int argc, char **argv) {
     if (g_ctx_total > 0) c.ctx = g_ctx_total / (c.parallel > 0 ? c.parallel : 1);
     ea.v[ea.n] = NULL;
     c.engine_args = ea.v;
+    const char *env_key = getenv("STRATA_API_KEY");
+    if (!c.api_key && env_key && *env_key) c.api_key = env_key;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--api-key") || !strcmp(argv[i], "-api-key"))
+            fprintf(stderr, "strata serve: WARNING: --api-key on the command line shows in `ps`; "
+                            "prefer --api-key-file FILE or the STRATA_API_KEY environment variable\n");
     static char demo[1024];
     if (!c.model_path) {
         if (demo_model(demo, sizeof demo)) return 1;

@@ -9,7 +9,7 @@
 
 static const uint32_t k_weight_types[] = {
     ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0, ST_TYPE_Q4_1, ST_TYPE_Q5_0,   ST_TYPE_Q5_1,  ST_TYPE_Q8_0,
-    ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS,
+    ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS, ST_TYPE_MXFP4,
 };
 #define N_WTYPES (sizeof k_weight_types / sizeof k_weight_types[0])
 static const uint32_t k_act_types[] = {ST_TYPE_F32, ST_TYPE_F16, ST_TYPE_BF16};

@@ -17,5 +17,7 @@ void st_conf_moe_combine(st_conf_ctx *c);
 void st_conf_topk(st_conf_ctx *c);
 void st_conf_attn_prep(st_conf_ctx *c);
 void st_conf_moe_fused(st_conf_ctx *c);
+/* ABI 1.2: ATTENTION_EX and SWIGLU_OAI (conf_oai.c) */
+void st_conf_oai(st_conf_ctx *c);
 
 #endif

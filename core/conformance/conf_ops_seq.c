@@ -154,7 +154,7 @@ void st_conf_attention(st_conf_ctx *c) {
 /* ---- MOE_MATMUL ---------------------------------------------------------------------- */
 static const uint32_t k_moe_types[] = {
     ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0, ST_TYPE_Q4_1, ST_TYPE_Q5_0,   ST_TYPE_Q5_1,  ST_TYPE_Q8_0,
-    ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS,
+    ST_TYPE_Q2_K, ST_TYPE_Q3_K, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS, ST_TYPE_MXFP4,
 };
 
 static void moe_case(st_conf_ctx *c, uint32_t wt, int32_t n_x, int32_t n_assign, int32_t E, int32_t slots,

@@ -16,7 +16,7 @@ static const conf_group k_groups[] = {
     {"rope", st_conf_rope},             {"kv_write", st_conf_kv_write},       {"attention", st_conf_attention},
     {"elementwise", st_conf_elementwise}, {"router", st_conf_router},         {"moe_matmul", st_conf_moe_matmul},
     {"moe_combine", st_conf_moe_combine}, {"topk", st_conf_topk},         {"attn_prep", st_conf_attn_prep},
-    {"moe_fused", st_conf_moe_fused},
+    {"moe_fused", st_conf_moe_fused},     {"oai", st_conf_oai},
 };
 
 /* The filter matches a group name, or the op names inside the elementwise group. */
@@ -27,6 +27,7 @@ static int group_selected(const conf_group *g, const char *filter) {
         return strstr("swiglu add scale convert mul_rows", filter) != NULL;
     if (!strcmp(g->name, "topk")) return strstr("argmax topk", filter) != NULL;
     if (!strcmp(g->name, "moe_fused")) return strstr("moe_gate_up moe_down", filter) != NULL;
+    if (!strcmp(g->name, "oai")) return strstr("attention_ex swiglu_oai", filter) != NULL;
     return 0;
 }
 

@@ -155,6 +155,15 @@ int st_engine_submit(st_engine *e, const st_gen_request *r, char *err, size_t er
                      r->n_prompt, e->n_ctx);
         return -1;
     }
+    /* a token the model has no embedding row for would fail the forward on the device and end
+     * the engine for everyone: one request's input is refused here instead */
+    for (int32_t i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= e->n_vocab) {
+            if (err)
+                snprintf(err, errlen, "invalid_token: prompt token %d (at %d) is outside the model's vocabulary (%d tokens)",
+                         r->prompt[i], i, e->n_vocab);
+            return -1;
+        }
     if (e->n_queue >= e->cfg.queue_max) {
         if (err) snprintf(err, errlen, "queue full: %d requests are waiting", e->n_queue);
         return -1;

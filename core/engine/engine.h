@@ -15,6 +15,9 @@
  * as a plain exit code): the watchdog saw no progress, or a forward failed on the device. */
 #define ST_ENGINE_EXIT_DEVICE 74
 #define ST_ENGINE_EXIT_STALL 75
+/* The engine could not start and starting it again will fail the same way (the model's
+ * contents, the memory plan, no usable device): the front does not restart it in a loop. */
+#define ST_ENGINE_EXIT_START 78
 
 typedef struct st_engine_config {
     int32_t n_slots;      /* concurrent requests (<= the model's n_seq) */

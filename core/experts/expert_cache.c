@@ -24,6 +24,8 @@ struct st_expert_cache {
     uint64_t tick, call;
     uint32_t step;
     int32_t inserts_this_step;
+    float admit_above;       /* lfru: a newcomer's score must exceed this (the residents' mean
+                                plus admit_z of its Poisson spread), set once per step */
     int dirty;
     st_expert_stats *stats;  /* [n_layer] */
 };
@@ -73,6 +75,8 @@ st_expert_cache *st_expert_cache_create(const st_expert_cache_params *p, char *e
     if (c->p.decay == 0) c->p.decay = ST_EXPERT_LFRU_DECAY;
     if (c->p.admit_margin == 0) c->p.admit_margin = ST_EXPERT_LFRU_MARGIN;
     if (c->p.admit_margin < 0) c->p.admit_margin = 0;
+    if (c->p.admit_z == 0) c->p.admit_z = ST_EXPERT_LFRU_Z;
+    if (c->p.admit_z < 0) c->p.admit_z = 0;
     c->n_keys = (int64_t)p->n_layer * p->n_expert;
     if (c->p.n_slots > c->n_keys) c->p.n_slots = c->n_keys; /* more slots than experts: never used */
     const size_t S = (size_t)(c->p.n_slots ? c->p.n_slots : 1), K = (size_t)c->n_keys;
@@ -112,9 +116,27 @@ static void score_bump(st_expert_cache *c, int64_t key, float by) {
     c->score_step[key] = c->step;
 }
 
+/* lfru's bar for a newcomer: the mean score of the residents plus admit_z standard deviations
+ * of a use count of that mean (Poisson: sqrt(mean)). When every expert is used at the same rate
+ * (balanced routing), a newcomer's score is noise around the residents' mean and rarely clears
+ * it, so the cache stops trading one expert for an equal one (each trade a copy that never pays
+ * back); a hot expert's score sits far above it. Also a cheap first test: a newcomer below it
+ * is refused without looking for the weakest resident. */
+static void set_admit_bar(st_expert_cache *c) {
+    c->admit_above = 0;
+    const int64_t used = c->p.n_slots - c->n_free;
+    if (c->p.policy != ST_EXPERT_LFRU || c->p.admit_z <= 0 || c->n_free > 0 || used <= 0) return;
+    double sum = 0;
+    for (int64_t s = 0; s < c->p.n_slots; s++)
+        if (c->slot_key[s] >= 0) sum += score_now(c, c->slot_key[s]);
+    const double mean = sum / (double)used;
+    c->admit_above = (float)(mean + c->p.admit_z * sqrt(mean > 1.0 ? mean : 1.0));
+}
+
 void st_expert_cache_step(st_expert_cache *c) {
     c->step++;
     c->inserts_this_step = 0;
+    set_admit_bar(c);
 }
 
 /* Chooses a slot for a newcomer of score `cand_score`: a free one, else the weakest resident
@@ -223,7 +245,9 @@ int64_t st_expert_cache_route(st_expert_cache *c, int32_t layer, const int32_t *
     for (int64_t j = 0; j < n_cand && n_loads < loads_cap; j++) {
         if (c->p.max_inserts_per_step > 0 && c->inserts_this_step >= c->p.max_inserts_per_step) break;
         const int64_t key = c->cand[j].key;
-        int64_t s = pick_slot(c, score_now(c, key));
+        const float sc = score_now(c, key);
+        if (c->p.policy == ST_EXPERT_LFRU && c->n_free == 0 && !(sc > c->admit_above)) break; /* sorted */
+        int64_t s = pick_slot(c, sc);
         if (s < 0) break; /* every slot is in use by this call, or (lfru, sorted) the rest are weaker */
         place(c, key, s, &loads[n_loads++]);
         c->inserts_this_step++;

@@ -13,7 +13,8 @@
  *   lru      admit every miss (up to the per-step cap), evict the least recently used
  *   lfru     frequency-weighted LRU: every (layer, expert) keeps a score decayed per step
  *            and bumped per use; a miss is admitted only when its score beats the weakest
- *            resident's by admit_margin uses (ties go to recency), at most
+ *            resident's by admit_margin uses (ties go to recency) and clears the
+ *            residents' mean score by admit_z Poisson deviations, at most
  *            max_inserts_per_step per step (TinyLFU's rule: admit on evidence of reuse)
  *   profile  seeded from a ranked profile, then fixed
  * Not thread-safe: one owner (the engine's step) at a time. */
@@ -40,6 +41,14 @@ typedef enum st_expert_policy {
  * 10 experts per token instead of 200 (each a copy over PCIe that never paid back). */
 #define ST_EXPERT_LFRU_DECAY 0.995f
 #define ST_EXPERT_LFRU_MARGIN 2.0f
+/* ... and only for a newcomer whose score clears the residents' mean by 3 Poisson deviations:
+ * measured on the H200 (bench/results/2026-12-04-h200-offload.md), admitting on the margin alone
+ * kept balanced routing's hit rate at the static split's and cost 5 ms per token of host work
+ * and copies, 0.74x the static split's decode. */
+#define ST_EXPERT_LFRU_Z 3.0f
+/* Steps of more tokens than this (prompts) fill free slots but evict nothing: the model's
+ * expert path passes no room for loads then. */
+#define ST_EXPERT_ADMIT_MAX_TOKENS 16
 
 typedef struct st_expert_cache_params {
     int32_t n_layer;              /* layers whose experts this cache serves (rows of the table) */
@@ -50,6 +59,8 @@ typedef struct st_expert_cache_params {
     float decay;                  /* lfru: score factor per step, (0, 1]; 0 = ST_EXPERT_LFRU_DECAY */
     float admit_margin;           /* lfru: a newcomer's score must beat the weakest resident's by
                                      this many uses; 0 = ST_EXPERT_LFRU_MARGIN, < 0 = none */
+    float admit_z;                /* lfru: and the residents' mean score by this many sqrt(mean);
+                                     0 = ST_EXPERT_LFRU_Z, < 0 = no such bar */
     uint64_t slot_bytes;          /* bytes of one expert (gate + up + down), for the statistics */
 } st_expert_cache_params;
 

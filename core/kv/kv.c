@@ -46,7 +46,7 @@ uint64_t st_kv_bytes_for(const st_kv_params *in) {
     st_kv_params p = *in;
     resolve(&p);
     uint64_t row = st_row_size(p.type, p.head_dim) * (uint64_t)p.n_head_kv;
-    return 2ull * (uint64_t)p.n_layer * row * (uint64_t)p.n_cells +
+    return (p.k_only ? 1ull : 2ull) * (uint64_t)p.n_layer * row * (uint64_t)p.n_cells +
            (uint64_t)p.n_seq * (uint64_t)p.n_ctx * sizeof(int32_t);
 }
 
@@ -93,6 +93,10 @@ st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream
     for (int32_t l = 0; l < p.n_layer; l++) {
         for (int w = 0; w < 2; w++) {
             void **dst = w ? &kv->v[l] : &kv->k[l];
+            if (w && p.k_only) { /* V is the K rows */
+                kv->v[l] = kv->k[l];
+                break;
+            }
             st_status s = api->mem_alloc(dev, kv->layer_bytes, dst);
             if (s == ST_OK) s = api->memset_d(stream, *dst, 0, kv->layer_bytes);
             if (s != ST_OK) {
@@ -125,7 +129,7 @@ void st_kv_free(st_kv *kv) {
     if (!kv) return;
     for (int32_t l = 0; kv->k && kv->v && l < kv->p.n_layer; l++) {
         if (kv->k[l]) kv->api->mem_free(kv->dev, kv->k[l]);
-        if (kv->v[l]) kv->api->mem_free(kv->dev, kv->v[l]);
+        if (kv->v[l] && kv->v[l] != kv->k[l]) kv->api->mem_free(kv->dev, kv->v[l]);
     }
     if (kv->table_dev) kv->api->mem_free(kv->dev, kv->table_dev);
     free(kv->k);
@@ -253,9 +257,11 @@ static st_tensor view(const st_kv *kv, void *data) {
 st_tensor st_kv_k(const st_kv *kv, int32_t il) { return view(kv, kv->k[il]); }
 st_tensor st_kv_v(const st_kv *kv, int32_t il) { return view(kv, kv->v[il]); }
 
-uint64_t st_kv_bytes_per_pos(const st_kv *kv) { return 2ull * kv->row_bytes * (uint64_t)kv->p.n_layer; }
+uint64_t st_kv_bytes_per_pos(const st_kv *kv) {
+    return (kv->p.k_only ? 1ull : 2ull) * kv->row_bytes * (uint64_t)kv->p.n_layer;
+}
 
 uint64_t st_kv_bytes(const st_kv *kv) {
-    return 2ull * kv->layer_bytes * (uint64_t)kv->p.n_layer +
+    return (kv->p.k_only ? 1ull : 2ull) * kv->layer_bytes * (uint64_t)kv->p.n_layer +
            (uint64_t)kv->p.n_seq * (uint64_t)kv->p.n_ctx * sizeof(int32_t);
 }

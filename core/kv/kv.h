@@ -27,6 +27,8 @@ typedef struct st_kv_params {
     int32_t n_ctx;      /* positions per sequence: columns of the cell table */
     int32_t n_cells;    /* cells in all (0 = n_seq * n_ctx rounded up to pages) */
     int32_t page_size;  /* cells per page (0 = 16) */
+    int32_t k_only;     /* nonzero: one cache per layer, V reads the K rows (multi-head latent
+                           attention caches one latent row per token: V is part of it) */
 } st_kv_params;
 
 typedef struct st_kv st_kv;

@@ -38,6 +38,39 @@ static void experts(st_gen_params *p, int n, int used, int ff, int shexp_ff) {
     p->hp.n_ff_shexp = shexp_ff;
 }
 
+/* deepseek2 in the shape of DeepSeek-V3 (low-rank Q, sigmoid gating with a selection bias,
+ * renormalized and scaled weights, one shared expert, one leading dense layer), scaled down. */
+static void mla(st_gen_params *p, int tiny) {
+    st_hparams *h = &p->hp;
+    h->n_lora_q = tiny ? 32 : 128;
+    h->n_lora_kv = tiny ? 64 : 128;
+    h->n_rot = tiny ? 16 : 32;
+    h->head_dim = h->n_rot;
+    h->n_head_kv = h->n_head;
+    h->mla_k = h->n_rot + (tiny ? 32 : 64);
+    h->mla_v = tiny ? 32 : 64;
+    h->n_dense_lead = 1;
+    h->n_ff_shexp = h->n_ff_exp; /* one shared expert */
+    h->expert_gating = ST_ROUTER_SIGMOID;
+    h->expert_weights_norm = 1;
+    h->expert_weights_scale = 2.5f;
+}
+
+/* glm4moe in the shape of GLM-4.5: half the head dimensions rotated, Q/K/V biases, per-head
+ * Q/K norms, one leading dense layer, one shared expert, sigmoid gating with a selection bias,
+ * renormalized weights scaled by 2.5, one NextN layer after the trunk. */
+static void glm(st_gen_params *p) {
+    st_hparams *h = &p->hp;
+    h->has_qkv_bias = 1;
+    h->qk_norm = ST_QK_NORM_HEAD;
+    h->n_dense_lead = 1;
+    h->n_nextn = 1;
+    h->n_ff_shexp = h->n_ff_exp;
+    h->expert_gating = ST_ROUTER_SIGMOID;
+    h->expert_weights_norm = 1;
+    h->expert_weights_scale = 2.5f;
+}
+
 const char *st_gen_preset_names(void) { return "tiny, demo, dense-500m, bench-moe-1.5g, qwen3-30b-a3b"; }
 
 int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
@@ -58,6 +91,14 @@ int st_gen_preset(const char *name, const char *arch, st_gen_params *p) {
         int moe = st_arch_is_moe_family(p->hp.arch);
         if (moe) experts(p, tiny ? 8 : 16, tiny ? 2 : 4, tiny ? 32 : 128,
                          p->hp.arch == ST_ARCH_QWEN2MOE ? (tiny ? 64 : 256) : 0);
+        if (p->hp.arch == ST_ARCH_DEEPSEEK2) mla(p, tiny);
+        if (p->hp.arch == ST_ARCH_GLM4MOE) glm(p);
+        if (p->hp.arch == ST_ARCH_GPTOSS) { /* gpt-oss's layout; a window short enough for tests */
+            p->hp.has_qkv_bias = 1;
+            p->hp.n_swa = 8;
+            p->hp.swa_period = 2;
+            p->hp.rope_freq_base_swa = p->hp.rope_freq_base;
+        }
         return 0;
     }
     if (!strcmp(name, "dense-500m")) {
@@ -95,10 +136,9 @@ static uint32_t fit_type(uint32_t want, int64_t ne0) {
     return want == ST_TYPE_F32 ? ST_TYPE_F32 : ST_TYPE_F16;
 }
 
-static int is_vector(st_tensor_role r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+static int is_vector(st_tensor_role r) { return st_tensor_role_is_vector(r); }
+
+static int is_scale(st_tensor_role r) { return r >= ST_T_ATTN_Q_SCALE && r <= ST_T_FFN_DOWN_EXPS_SCALE; }
 
 /* Standard deviation of a matrix's values, per row `row` (router rows carry the skew); out_scale
  * multiplies the output projections (ST_GEN_ROUTER_BALANCED). */
@@ -197,6 +237,14 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
             if (is_vector(s->role)) {
                 if (s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS)
                     fill_uniform(g, g->f, ne0, 0.02f);
+                else if (s->role == ST_T_FFN_EXP_PROBS_B) /* a selection bias of the size of sigmoid gaps */
+                    fill_uniform(g, g->f, ne0, 0.05f);
+                else if (s->role == ST_T_ATTN_SINKS) /* sink logits of the size of attention scores */
+                    fill_uniform(g, g->f, ne0, 1.0f);
+                else if (s->role >= ST_T_ATTN_OUT_BIAS && s->role <= ST_T_FFN_DOWN_EXPS_BIAS)
+                    fill_uniform(g, g->f, ne0, 0.02f);
+                else if (is_scale(s->role)) /* a weight scale: 0.5 .. 1.5 */
+                    for (int64_t i = 0; i < ne0; i++) g->f[i] = 0.5f + (float)st_rng_uniform(&g->rng);
                 else
                     for (int64_t i = 0; i < ne0; i++) g->f[i] = 1.0f + (float)(st_rng_uniform(&g->rng) - 0.5) * 0.1f;
             } else {
@@ -231,9 +279,9 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
     U32("embedding_length", h->n_embd);
     if (h->n_ff > 0) U32("feed_forward_length", h->n_ff);
     U32("attention.head_count", h->n_head);
-    U32("attention.head_count_kv", h->n_head_kv);
+    if (h->arch != ST_ARCH_DEEPSEEK2) U32("attention.head_count_kv", h->n_head_kv);
     U32("attention.key_length", h->head_dim);
-    U32("attention.value_length", h->head_dim);
+    if (h->arch != ST_ARCH_DEEPSEEK2) U32("attention.value_length", h->head_dim);
     F32("attention.layer_norm_rms_epsilon", h->rms_eps);
     U32("rope.dimension_count", h->n_rot);
     F32("rope.freq_base", h->rope_freq_base);
@@ -247,10 +295,68 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
         U32("expert_count", h->n_expert);
         U32("expert_used_count", h->n_expert_used);
         U32("expert_feed_forward_length", h->n_ff_exp);
-        if (h->n_ff_shexp > 0) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
+        if (h->n_ff_shexp > 0 && h->arch == ST_ARCH_QWEN2MOE) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
+    }
+    if (h->arch == ST_ARCH_GLM4MOE) {
+        U32("block_count", h->n_layer + h->n_nextn); /* replaces the trunk count: the file holds the NextN layers too */
+        U32("nextn_predict_layers", h->n_nextn);
+        U32("leading_dense_block_count", h->n_dense_lead);
+        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
+        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
+        F32("expert_weights_scale", h->expert_weights_scale);
+        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
+        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
+    }
+    if (h->arch == ST_ARCH_GPTOSS) {
+        U32("attention.sliding_window", h->n_swa);
+        U32("attention.sliding_window_pattern", h->swa_period);
+        F32("rope.freq_base_swa", h->rope_freq_base_swa);
+    }
+    if (h->arch == ST_ARCH_DEEPSEEK2) {
+        U32("attention.head_count_kv", 1);
+        U32("attention.value_length", h->n_lora_kv);
+        U32("leading_dense_block_count", h->n_dense_lead);
+        U32("attention.q_lora_rank", h->n_lora_q); /* 0: one attn_q matrix (V2-Lite) */
+        U32("attention.kv_lora_rank", h->n_lora_kv);
+        U32("attention.key_length_mla", h->mla_k);
+        U32("attention.value_length_mla", h->mla_v);
+        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
+        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
+        F32("expert_weights_scale", h->expert_weights_scale);
+        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
+        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
     }
 #undef U32
 #undef F32
+    return rc;
+}
+
+/* Keys llama.cpp's model saver writes for every family at values these families do not read
+ * or hold neutral: a file with them must load and compute exactly as one without. */
+static int set_saver_meta(st_gguf_writer *w, const st_hparams *h) {
+    char k[128];
+    const char *a = st_arch_name(h->arch);
+    int rc = 0;
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, a), k)
+    if (h->arch != ST_ARCH_DEEPSEEK2 && h->arch != ST_ARCH_GLM4MOE) { /* not read by these families */
+        rc |= st_gguf_writer_set_bool(w, KEY("expert_weights_norm"), false);
+        rc |= st_gguf_writer_set_f32(w, KEY("expert_weights_scale"), 0.0f);
+        rc |= st_gguf_writer_set_u32(w, KEY("expert_gating_func"), 0);
+    }
+    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_count"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_used_count"), 0);
+    rc |= st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)h->n_nextn);
+    rc |= st_gguf_writer_set_bool(w, KEY("attention.causal"), true);
+    rc |= st_gguf_writer_set_f32(w, KEY("attention.clamp_kqv"), 0.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), 50.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), 30.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), 1.0f);
+    rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f);
+    if (h->rope_scaling == ST_ROPE_SCALING_NONE) {
+        rc |= st_gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear");
+        rc |= st_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 0.0f);
+    }
+#undef KEY
     return rc;
 }
 
@@ -265,6 +371,11 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
         h->n_head % h->n_head_kv) {
         snprintf(err, errlen, "invalid shape: layers %d, embd %d, heads %d/%d, head dim %d", h->n_layer,
                  h->n_embd, h->n_head, h->n_head_kv, h->head_dim);
+        return -1;
+    }
+    if (h->arch == ST_ARCH_DEEPSEEK2 && (h->n_ff_exp <= 0 || h->n_ff_shexp <= 0 || h->n_ff_shexp % h->n_ff_exp)) {
+        snprintf(err, errlen, "deepseek2: the shared expert width %d must be a multiple of the expert width %d",
+                 h->n_ff_shexp, h->n_ff_exp);
         return -1;
     }
     if (st_arch_is_moe_family(h->arch) && h->n_expert <= 0) {
@@ -295,7 +406,11 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     memset(&g, 0, sizeof g);
     g.w = w;
     g.progress = p.progress && isatty(2);
-    g.out_scale = p.router == ST_GEN_ROUTER_BALANCED ? ST_GEN_BALANCED_OUT_SCALE : 1.0f;
+    g.out_scale = 1.0f;
+    if (p.router == ST_GEN_ROUTER_BALANCED) /* the layers' summed outputs stay as small at any depth */
+        g.out_scale = p.hp.n_layer > ST_GEN_BALANCED_DEPTH
+                          ? ST_GEN_BALANCED_OUT_SCALE * (float)ST_GEN_BALANCED_DEPTH / (float)p.hp.n_layer
+                          : ST_GEN_BALANCED_OUT_SCALE;
     st_rng_seed(&g.rng, p.seed);
     st_tensor_spec *specs = NULL;
     float *skew = NULL;
@@ -307,7 +422,7 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     }
     h->n_vocab = nv;
     st_arch_apply_family_rules(h);
-    if (set_meta(w, h)) {
+    if (set_meta(w, h) || (p.saver_extras && set_saver_meta(w, h))) {
         snprintf(err, errlen, "metadata: %s", st_gguf_writer_error(w));
         goto done;
     }
@@ -320,8 +435,21 @@ int st_gen_model(const st_gen_params *pin, const char *path, char *err, size_t e
     for (int64_t i = 0; i < n; i++) {
         st_tensor_spec *s = &specs[i];
         int bias = s->role == ST_T_ATTN_Q_BIAS || s->role == ST_T_ATTN_K_BIAS || s->role == ST_T_ATTN_V_BIAS;
-        if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias)) continue;
-        uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(p.wtype, s->ne[0]);
+        const int gu = s->role == ST_T_FFN_GATE_UP_EXPS, sep = s->role == ST_T_FFN_GATE_EXPS || s->role == ST_T_FFN_UP_EXPS;
+        if (s->layer >= h->n_layer && is_scale(s->role)) continue; /* a NextN layer has no scales */
+        if (h->arch == ST_ARCH_DEEPSEEK2 && (gu || sep)) { /* one of the two layouts */
+            if (gu != (p.merged_gate_up != 0)) continue;
+        } else if (s->role == ST_T_FFN_EXP_PROBS_B && h->arch == ST_ARCH_DEEPSEEK2) {
+            if (h->expert_gating != ST_ROUTER_SIGMOID) continue;
+        } else if (h->arch == ST_ARCH_GLM4MOE && (s->role == ST_T_ATTN_Q_NORM || s->role == ST_T_ATTN_K_NORM)) {
+            if (h->qk_norm != ST_QK_NORM_HEAD) continue;
+        } else if (s->layer >= h->n_layer && !is_scale(s->role)) {
+            /* a NextN layer (every spec optional): its whole block */
+        } else if (!s->required && !(s->role == ST_T_OUTPUT) && !(bias && h->has_qkv_bias) && !p.saver_extras) {
+            continue;
+        }
+        const uint32_t want = st_tensor_role_is_expert(s->role) && p.expert_type ? p.expert_type : p.wtype;
+        uint32_t type = is_vector(s->role) ? ST_TYPE_F32 : fit_type(want, s->ne[0]);
         if (st_gguf_writer_add_tensor(w, s->name, type, (uint32_t)s->n_dims, s->ne)) {
             snprintf(err, errlen, "declaring %s: %s", s->name, st_gguf_writer_error(w));
             goto done;

@@ -94,7 +94,7 @@ done:
     return rc;
 }
 
-static int copy_one(st_gguf_writer *w, const st_gguf *g, int64_t i, const char *key) {
+int st_gen_copy_key(st_gguf_writer *w, const st_gguf *g, int64_t i, const char *key) {
     st_gguf_value v;
     if (st_gguf_kv_get(g, i, &v) != ST_GGUF_OK) return -1;
     switch (v.type) {
@@ -144,7 +144,7 @@ int st_gen_vocab_copy(st_gguf_writer *w, const char *path, int32_t *n_vocab, cha
     for (int64_t i = 0; i < st_gguf_kv_count(g); i++) {
         const char *key = st_gguf_kv_key(g, i);
         if (!key || strncmp(key, "tokenizer.", 10)) continue;
-        if (copy_one(w, g, i, key)) {
+        if (st_gen_copy_key(w, g, i, key)) {
             snprintf(err, errlen, "copying %s from %s: %s", key, path, st_gguf_writer_error(w));
             st_gguf_close(g);
             return -1;

@@ -23,6 +23,34 @@ static int upload_i32(st_model *m, int32_t *dst, const int32_t *src, int64_t n, 
     return 0;
 }
 
+/* The index tables of multi-head latent attention (core/plan counts them in the work buffers). */
+static int mla_buffers(st_model *m, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    st_work *w = &m->w;
+    const int64_t H = hp->n_head, nh = m->p.n_batch * H;
+    if ((int64_t)hp->n_lora_q > H * hp->head_dim) {
+        snprintf(err, errlen, "q_lora_rank %d exceeds the attention buffer row (%lld)", hp->n_lora_q,
+                 (long long)(H * hp->head_dim));
+        return -1;
+    }
+    if (buf_i32(m, &w->hid, nh, "head ids", err, errlen) || buf_i32(m, &w->hrow, nh, "head rows", err, errlen) ||
+        buf_i32(m, &w->hslots, H, "head slots", err, errlen))
+        return -1;
+    int32_t *h = malloc((size_t)nh * sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int64_t a = 0; a < nh; a++) h[a] = (int32_t)(a % H);
+    rc = rc || upload_i32(m, w->hid, h, nh, err, errlen);
+    for (int64_t a = 0; a < nh; a++) h[a] = (int32_t)a;
+    rc = rc || upload_i32(m, w->hrow, h, nh, err, errlen);
+    rc = rc || upload_i32(m, w->hslots, h, H, err, errlen);
+    free(h);
+    return rc ? -1 : 0;
+}
+
 int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     st_work *w = &m->w;
@@ -39,6 +67,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     kp.type = m->p.kv_type;
     kp.n_seq = m->p.n_seq;
     kp.n_ctx = m->p.n_ctx;
+    kp.k_only = hp->n_lora_kv > 0; /* MLA: the cache holds the latent rows only */
     st_model_consumer(m, "kv");
     m->kv = st_kv_create(m->api, m->dev, m->stream, &kp, err, errlen);
     if (!m->kv) return -1;
@@ -77,7 +106,10 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         if (buf_f32(m, &w->eg, A * Fe, "expert gate", err, errlen)) return -1;
         if (buf_f32(m, &w->eu, A * Fe, "expert up", err, errlen)) return -1;
         if (buf_f32(m, &w->ed, A * E, "expert down", err, errlen)) return -1;
-        if (hp->n_ff_shexp > 0 && buf_f32(m, &w->sg, n, "shared expert gate", err, errlen)) return -1;
+        if (hp->arch == ST_ARCH_GPTOSS && buf_f32(m, &w->eb, A * (Fe > E ? Fe : E), "expert bias rows", err, errlen))
+            return -1;
+        if (hp->n_ff_shexp > 0 && hp->arch != ST_ARCH_DEEPSEEK2 && buf_f32(m, &w->sg, n, "shared expert gate", err, errlen))
+            return -1;
         int32_t *h = malloc((size_t)(A > hp->n_expert ? A : hp->n_expert) * sizeof *h);
         m->expert_counts = calloc((size_t)hp->n_layer * (size_t)hp->n_expert, sizeof *m->expert_counts);
         m->rids_host = malloc((size_t)A * sizeof *m->rids_host);
@@ -96,6 +128,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         free(h);
         if (rc) return -1;
     }
+    if (hp->n_lora_kv > 0 && mla_buffers(m, err, errlen)) return -1;
     st_model_consumer(m, "logits");
     if (buf_f32(m, &w->sel, no * E, "output rows", err, errlen)) return -1;
     if (buf_f32(m, &w->logits, no * hp->n_vocab, "logits", err, errlen)) return -1;

@@ -587,6 +587,9 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
     }
     h->accesses += (uint64_t)A;
     int64_t cap = h->n_slots > 0 ? (m->hp.n_expert < h->n_slots ? m->hp.n_expert : h->n_slots) : 0;
+    /* a prompt's step uses most experts once or more: evidence of this prompt, not of reuse from
+     * token to token. It fills free slots but evicts nothing (its misses are staged anyway). */
+    if (n > ST_EXPERT_ADMIT_MAX_TOKENS && st_expert_cache_resident(h->cache) >= h->n_slots) cap = 0;
     int64_t n_loads = st_expert_cache_route(h->cache, il, h->ids, A, h->slot_of, h->loads, cap);
     if (n_loads < 0) {
         snprintf(err, errlen, "%srouting experts: an expert id out of range", layer_txt);

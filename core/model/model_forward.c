@@ -118,6 +118,21 @@ static int matmul(st_model *m, const st_tensor *w, float *x, float *out, int64_t
     return 0;
 }
 
+/* out = (W . x) * s: the layer's weight of `role` with its per-tensor scale (none when 1). */
+static int project(st_model *m, const st_layer_w *L, int role, float *x, float *out, int64_t n,
+                   const char *layer_txt, const char *what, char *err, size_t errlen) {
+    const st_tensor *w = &L->t[role];
+    if (matmul(m, w, x, out, n, layer_txt, what, err, errlen)) return -1;
+    if (L->scale[role] == 1.0f) return 0;
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.s = L->scale[role];
+    a.a = f32(out, w->ne[1], n); /* [n][M] */
+    a.out = a.a;
+    RUN(scale, a, what);
+    return 0;
+}
+
 static int add_bias(st_model *m, const st_tensor *b, float *x, int64_t n, const char *layer_txt, char *err,
                     size_t errlen) {
     if (!b->data) return 0;
@@ -130,19 +145,21 @@ static int add_bias(st_model *m, const st_tensor *b, float *x, int64_t n, const 
     return 0;
 }
 
-static int ffn_dense(st_model *m, const st_tensor *gate, const st_tensor *up, const st_tensor *down, float *in,
-                     float *out, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+/* out = W_down . (silu(W_gate . in) * (W_up . in)) with the layer's weights of roles gate,
+ * gate + 1 (up) and gate + 2 (down): the dense FFN or the shared expert. */
+static int ffn_dense(st_model *m, const st_layer_w *L, int gate, float *in, float *out, int64_t n,
+                     const char *layer_txt, char *err, size_t errlen) {
     st_work *w = &m->w;
-    const int64_t F = gate->ne[1];
-    if (matmul(m, gate, in, w->fg, n, layer_txt, "ffn_gate", err, errlen)) return -1;
-    if (matmul(m, up, in, w->fu, n, layer_txt, "ffn_up", err, errlen)) return -1;
+    const int64_t F = L->t[gate].ne[1];
+    if (project(m, L, gate, in, w->fg, n, layer_txt, "ffn_gate", err, errlen)) return -1; /* [n][F] */
+    if (project(m, L, gate + 1, in, w->fu, n, layer_txt, "ffn_up", err, errlen)) return -1; /* [n][F] */
     st_swiglu_args s;
     memset(&s, 0, sizeof s);
     s.gate = f32(w->fg, F, n);
     s.up = f32(w->fu, F, n);
     s.out = s.gate;
     RUN(swiglu, s, "ffn");
-    return matmul(m, down, w->fg, out, n, layer_txt, "ffn_down", err, errlen);
+    return project(m, L, gate + 2, w->fg, out, n, layer_txt, "ffn_down", err, errlen); /* [n][E] */
 }
 
 static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errlen) {
@@ -162,9 +179,7 @@ static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char
                          size_t errlen) {
     st_work *w = &m->w;
     const int64_t E = m->hp.n_embd;
-    if (ffn_dense(m, &L->t[ST_T_FFN_GATE_SHEXP], &L->t[ST_T_FFN_UP_SHEXP], &L->t[ST_T_FFN_DOWN_SHEXP], w->cur,
-                  w->tmp, n, layer_txt, err, errlen))
-        return -1;
+    if (ffn_dense(m, L, ST_T_FFN_GATE_SHEXP, w->cur, w->tmp, n, layer_txt, err, errlen)) return -1;
     if (matmul(m, &L->t[ST_T_FFN_GATE_INP_SHEXP], w->cur, w->sg, n, layer_txt, "ffn_gate_inp_shexp", err, errlen))
         return -1;
     st_binary_args b;
@@ -181,8 +196,10 @@ static int shared_expert(st_model *m, const st_layer_w *L, int64_t n, const char
  * experts add to tmp), else nothing (*accumulate stays 0). 0 or -1 with err. */
 static int shared_expert_into_tmp(st_model *m, const st_layer_w *L, int64_t n, int *accumulate,
                                   const char *layer_txt, char *err, size_t errlen) {
-    if (!L->t[ST_T_FFN_GATE_INP_SHEXP].data) return 0;
+    if (!L->t[ST_T_FFN_GATE_SHEXP].data) return 0;
     *accumulate = 1;
+    if (!L->t[ST_T_FFN_GATE_INP_SHEXP].data) /* ungated (deepseek2) */
+        return ffn_dense(m, L, ST_T_FFN_GATE_SHEXP, m->w.cur, m->w.tmp, n, layer_txt, err, errlen);
     return shared_expert(m, L, n, layer_txt, err, errlen);
 }
 
@@ -247,6 +264,45 @@ static int ffn_moe_fused(st_model *m, int il, int64_t n, const char *layer_txt, 
     return 0;
 }
 
+/* Per-assignment factors of the per-expert weight scale `role` ([n_expert]): *scale =
+ * rlog[a] = s[rids[a]] for the A assignments (rlog is free once the router has run), or NULL
+ * when the layer has none. */
+static int expert_scales(st_model *m, const st_layer_w *L, int role, int64_t A, const float **scale,
+                         const char *layer_txt, char *err, size_t errlen) {
+    *scale = NULL;
+    if (!L->t[role].data) return 0;
+    st_get_rows_args g;
+    memset(&g, 0, sizeof g);
+    g.w = f32(L->t[role].data, 1, L->t[role].ne[0]); /* [n_expert][1] */
+    g.ids = m->w.rids;                               /* [A] */
+    g.out = f32(m->w.rlog, 1, A);                    /* [A][1] */
+    RUN(get_rows, g, "expert scales");
+    *scale = m->w.rlog;
+    return 0;
+}
+
+/* rows[a][:] += b[rids[a]][:] for the A assignments, with the expert bias `role`
+ * ([n_expert][M]) gathered into eb; nothing when the layer has none. */
+static int expert_bias(st_model *m, const st_layer_w *L, int role, float *rows, int64_t A, const char *layer_txt,
+                       char *err, size_t errlen) {
+    const st_tensor *b = &L->t[role];
+    if (!b->data) return 0;
+    const int64_t M = b->ne[0];
+    st_get_rows_args g;
+    memset(&g, 0, sizeof g);
+    g.w = f32(b->data, M, b->ne[1]); /* [n_expert][M] */
+    g.ids = m->w.rids;               /* [A] */
+    g.out = f32(m->w.eb, M, A);      /* [A][M] */
+    RUN(get_rows, g, "expert bias");
+    st_binary_args a;
+    memset(&a, 0, sizeof a);
+    a.a = f32(rows, M, A);
+    a.b = g.out;
+    a.out = a.a;
+    RUN(add, a, "expert bias");
+    return 0;
+}
+
 /* Routed experts (+ shared expert) of layer il: cur -> tmp. */
 static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
@@ -256,6 +312,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
 
     if (matmul(m, &L->t[ST_T_FFN_GATE_INP], w->cur, w->rlog, n, layer_txt, "ffn_gate_inp", err, errlen))
         return -1;
+    if (add_bias(m, &L->t[ST_T_FFN_GATE_INP_BIAS], w->rlog, n, layer_txt, err, errlen)) return -1; /* [n][X] */
     st_router_args r;
     memset(&r, 0, sizeof r);
     r.gating = (uint32_t)hp->expert_gating;
@@ -263,6 +320,7 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     r.k = (int32_t)k;
     r.normalize = hp->expert_weights_norm;
     r.weight_scale = hp->expert_weights_scale;
+    r.bias = L->t[ST_T_FFN_EXP_PROBS_B].data; /* [n_expert] selection bias, or NULL */
     r.ids = w->rids;
     r.weights = w->rw;
     RUN(router, r, "router");
@@ -279,21 +337,38 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     g.slot_table = w->slots;
     g.expert = w->rids;
     g.x_row = w->xrow;
+    if (expert_scales(m, L, ST_T_FFN_GATE_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_gate_exps");
     g.w = L->t[ST_T_FFN_UP_EXPS];
     g.out = f32(w->eu, Fe, A);
+    if (expert_scales(m, L, ST_T_FFN_UP_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_up_exps");
-    st_swiglu_args s;
-    memset(&s, 0, sizeof s);
-    s.gate = f32(w->eg, Fe, A);
-    s.up = f32(w->eu, Fe, A);
-    s.out = s.gate;
-    RUN(swiglu, s, "experts");
+    if (expert_bias(m, L, ST_T_FFN_GATE_EXPS_BIAS, w->eg, A, layer_txt, err, errlen)) return -1;
+    if (expert_bias(m, L, ST_T_FFN_UP_EXPS_BIAS, w->eu, A, layer_txt, err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GPTOSS) { /* eg = clamped SwiGLU(eg, eu): [A][Fe] */
+        st_swiglu_oai_args o;
+        memset(&o, 0, sizeof o);
+        o.alpha = 1.702f; /* gpt-oss's constants (as in the reference) */
+        o.limit = 7.0f;
+        o.gate = f32(w->eg, Fe, A);
+        o.up = f32(w->eu, Fe, A);
+        o.out = o.gate;
+        RUN(swiglu_oai, o, "experts");
+    } else {
+        st_swiglu_args s;
+        memset(&s, 0, sizeof s);
+        s.gate = f32(w->eg, Fe, A);
+        s.up = f32(w->eu, Fe, A);
+        s.out = s.gate;
+        RUN(swiglu, s, "experts");
+    }
     g.w = L->t[ST_T_FFN_DOWN_EXPS];
     g.x = f32(w->eg, Fe, A);
     g.out = f32(w->ed, E, A);
     g.x_row = w->ident;
+    if (expert_scales(m, L, ST_T_FFN_DOWN_EXPS_SCALE, A, &g.scale, layer_txt, err, errlen)) return -1;
     RUN(moe_matmul, g, "ffn_down_exps");
+    if (expert_bias(m, L, ST_T_FFN_DOWN_EXPS_BIAS, w->ed, A, layer_txt, err, errlen)) return -1;
 
     int accumulate = 0;
     if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
@@ -373,8 +448,10 @@ static int attention_fused(st_model *m, int il, int64_t n, const char *layer_txt
     RUN(attn_prep, p, "attention prologue");
     st_attention_args at = attention_args(m, il, w->att, w->q, n);
     RUN(attention, at, "attention");
-    return matmul(m, &L->t[ST_T_ATTN_OUT], w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
+    return project(m, L, ST_T_ATTN_OUT, w->q, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
+
+static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);
 
 static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
@@ -384,12 +461,15 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     const int64_t N = m->p.n_batch; /* inp holds tok[N] pos[N] seq[N] kvlen[N] cell[N] out[] */
     int32_t *d_pos = w->inp + N, *d_cell = w->inp + 4 * N;
 
-    if (m->fused_attn && L->qkv.data && hp->qk_norm != ST_QK_NORM_FULL && !L->t[ST_T_ATTN_Q_BIAS].data &&
-        !L->t[ST_T_ATTN_K_BIAS].data && !L->t[ST_T_ATTN_V_BIAS].data)
+    if (hp->n_lora_kv > 0) return attention_mla(m, il, n, layer_txt, err, errlen);
+    const int plain_qkv = !L->t[ST_T_ATTN_Q_BIAS].data && !L->t[ST_T_ATTN_K_BIAS].data &&
+                          !L->t[ST_T_ATTN_V_BIAS].data && L->scale[ST_T_ATTN_Q] == 1.0f &&
+                          L->scale[ST_T_ATTN_K] == 1.0f && L->scale[ST_T_ATTN_V] == 1.0f;
+    if (m->fused_attn && L->qkv.data && hp->qk_norm != ST_QK_NORM_FULL && plain_qkv)
         return attention_fused(m, il, n, layer_txt, err, errlen);
-    if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1;
-    if (matmul(m, &L->t[ST_T_ATTN_K], w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1;
-    if (matmul(m, &L->t[ST_T_ATTN_V], w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1;
+    if (project(m, L, ST_T_ATTN_Q, w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) return -1; /* [n][H*D] */
+    if (project(m, L, ST_T_ATTN_K, w->cur, w->k, n, layer_txt, "attn_k", err, errlen)) return -1; /* [n][Hk*D] */
+    if (project(m, L, ST_T_ATTN_V, w->cur, w->v, n, layer_txt, "attn_v", err, errlen)) return -1; /* [n][Hk*D] */
     if (add_bias(m, &L->t[ST_T_ATTN_Q_BIAS], w->q, n, layer_txt, err, errlen)) return -1;
     if (add_bias(m, &L->t[ST_T_ATTN_K_BIAS], w->k, n, layer_txt, err, errlen)) return -1;
     if (add_bias(m, &L->t[ST_T_ATTN_V_BIAS], w->v, n, layer_txt, err, errlen)) return -1;
@@ -402,6 +482,7 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     }
     st_rope_args r;
     rope_params(hp, d_pos, &r);
+    if (st_hparams_is_swa(hp, il)) r.freq_base = hp->rope_freq_base_swa;
     r.x = f32_3(w->q, D, H, n);
     r.out = r.x;
     RUN(rope, r, "rope q");
@@ -419,8 +500,112 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     RUN(kv_write, kw, "kv");
 
     st_attention_args at = attention_args(m, il, w->q, w->att, n);
+    if (hp->arch == ST_ARCH_GPTOSS) { /* per-head sinks; sliding window on its layers */
+        st_attention_ex_args ax;
+        memset(&ax, 0, sizeof ax);
+        ax.base = at;
+        ax.base.size = sizeof ax.base;
+        ax.window = st_hparams_is_swa(hp, il) ? hp->n_swa : 0;
+        ax.sinks = L->t[ST_T_ATTN_SINKS].data; /* [H] */
+        RUN(attention_ex, ax, "attention");
+    } else {
+        RUN(attention, at, "attention");
+    }
+    if (project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen)) return -1;
+    return add_bias(m, &L->t[ST_T_ATTN_OUT_BIAS], w->tmp, n, layer_txt, err, errlen); /* [n][E] */
+}
+
+/* An F32 view [ne2][ne1][ne0] of rows `row` floats apart and planes `plane` floats apart. */
+static st_tensor strided(float *p, int64_t ne0, int64_t ne1, int64_t ne2, int64_t row, int64_t plane) {
+    st_tensor t = f32_3(p, ne0, ne1, ne2);
+    t.nb[1] = row * 4;
+    t.nb[2] = plane * 4;
+    t.nb[3] = t.nb[2] * ne2;
+    return t;
+}
+
+/* The latent c = [rmsnorm(latent) (Lkv) | rope(k_rope) (R)] in place in k ([n][Lkv + R]). */
+static int mla_latent(st_model *m, const st_layer_w *L, int64_t n, const char *layer_txt, char *err,
+                      size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const int64_t D = hp->head_dim, Lkv = hp->n_lora_kv, R = hp->n_rot;
+    st_rms_norm_args a;
+    memset(&a, 0, sizeof a);
+    a.eps = m->hp.rms_eps;
+    a.x = strided(m->w.k, Lkv, n, 1, D, D * n); /* [n][Lkv] of rows D apart */
+    a.out = a.x;
+    a.weight = L->t[ST_T_ATTN_KV_A_NORM];
+    RUN(rms_norm, a, "attn_kv_a_norm");
+    st_rope_args r;
+    rope_params(hp, m->w.inp + m->p.n_batch, &r);
+    r.x = strided(m->w.k + Lkv, R, 1, n, D, D); /* [n][1][R] */
+    r.out = r.x;
+    RUN(rope, r, "rope k");
+    return 0;
+}
+
+/* Per-head matmul out[t][h] = W[h] . x[t][h] over the n*H (token, head) rows, as a grouped
+ * matmul whose "experts" are the heads. x rows are xs floats apart, out rows os apart. */
+static int per_head(st_model *m, const st_tensor *w, float *x, int64_t xs, float *out, int64_t os, int64_t n,
+                    const char *layer_txt, const char *what, char *err, size_t errlen) {
+    const int64_t nh = n * m->hp.n_head;
+    st_moe_matmul_args g;
+    memset(&g, 0, sizeof g);
+    g.n_assign = (int32_t)nh;
+    g.w = *w;                                     /* [H][M][K] */
+    g.x = strided(x, w->ne[0], nh, 1, xs, xs * nh);  /* [n*H][K] */
+    g.out = strided(out, w->ne[1], nh, 1, os, os * nh); /* [n*H][M] */
+    g.slot_table = m->w.hslots;
+    g.expert = m->w.hid;
+    g.x_row = m->w.hrow;
+    RUN(moe_matmul, g, what);
+    return 0;
+}
+
+/* Multi-head latent attention (deepseek2) with K absorbed into Q; per token:
+ *   q    = W_qb rmsnorm(W_qa x)   [H][Dq], Dq = nope + R   (or W_q x)
+ *   c    = [rmsnorm(latent) | rope(k_rope)] from W_kva x   [Lkv + R]: the cached row
+ *   q'_h = [W_kb[h] . q_nope_h | rope(q_rope_h)]           [Lkv + R]
+ *   o_h  = sum_j softmax_j(scale q'_h . c_j) c_j[:Lkv]      (V = the latent)
+ *   out  = W_o [W_vb[h] . o_h]_h
+ * att holds q_a then q'; q holds q then the attention output; k holds c. */
+static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    const st_hparams *hp = &m->hp;
+    const st_layer_w *L = &m->layers[il];
+    st_work *w = &m->w;
+    const int64_t H = hp->n_head, D = hp->head_dim, R = hp->n_rot, Lkv = hp->n_lora_kv;
+    const int64_t Dq = hp->mla_k, nope = Dq - R;
+    if (hp->n_lora_q > 0) {
+        if (matmul(m, &L->t[ST_T_ATTN_Q_A], w->cur, w->att, n, layer_txt, "attn_q_a", err, errlen)) return -1;
+        if (norm(m, w->att, NULL, &L->t[ST_T_ATTN_Q_A_NORM], w->att, n, hp->n_lora_q, layer_txt, err, errlen))
+            return -1; /* [n][Lq] */
+        if (matmul(m, &L->t[ST_T_ATTN_Q_B], w->att, w->q, n, layer_txt, "attn_q_b", err, errlen)) return -1;
+    } else if (matmul(m, &L->t[ST_T_ATTN_Q], w->cur, w->q, n, layer_txt, "attn_q", err, errlen)) {
+        return -1; /* q: [n][H][Dq] */
+    }
+    if (matmul(m, &L->t[ST_T_ATTN_KV_A_MQA], w->cur, w->k, n, layer_txt, "attn_kv_a_mqa", err, errlen)) return -1;
+    if (mla_latent(m, L, n, layer_txt, err, errlen)) return -1; /* k: [n][1][D] */
+    /* q' = [W_kb q_nope | rope(q_rope)]: [n][H][D] in att */
+    if (per_head(m, &L->t[ST_T_ATTN_K_B], w->q, Dq, w->att, D, n, layer_txt, "attn_k_b", err, errlen)) return -1;
+    st_rope_args r;
+    rope_params(hp, w->inp + m->p.n_batch, &r);
+    r.x = strided(w->q + nope, R, H, n, Dq, H * Dq);
+    r.out = strided(w->att + Lkv, R, H, n, D, H * D);
+    RUN(rope, r, "rope q");
+    st_kv_write_args kw;
+    memset(&kw, 0, sizeof kw);
+    kw.k = f32_3(w->k, D, 1, n);
+    kw.v = kw.k; /* the V cache is the K cache (k_only): attention reads V = c */
+    kw.k_cache = st_kv_k(m->kv, il);
+    kw.v_cache = st_kv_v(m->kv, il);
+    kw.cells = w->inp + 4 * m->p.n_batch;
+    RUN(kv_write, kw, "kv");
+    st_attention_args at = attention_args(m, il, w->att, w->q, n); /* o: [n][H][D] in q */
     RUN(attention, at, "attention");
-    return matmul(m, &L->t[ST_T_ATTN_OUT], w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
+    /* W_vb o_h over the first Lkv values of each head's output: [n][H*mla_v] in att */
+    if (per_head(m, &L->t[ST_T_ATTN_V_B], w->q, D, w->att, hp->mla_v, n, layer_txt, "attn_v_b", err, errlen))
+        return -1;
+    return project(m, L, ST_T_ATTN_OUT, w->att, w->tmp, n, layer_txt, "attn_output", err, errlen);
 }
 
 /* Host side of a batch: cells, causal lengths, output rows; one upload. */
@@ -518,8 +703,7 @@ static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t 
         if (norm(m, w->tmp, w->x, &L->t[ST_T_FFN_NORM], w->cur, n, E, layer_txt, err, errlen)) return -1;
         if (m->desc->layers[il].is_moe) {
             if (ffn_moe(m, il, n, layer_txt, err, errlen)) return -1;
-        } else if (ffn_dense(m, &L->t[ST_T_FFN_GATE], &L->t[ST_T_FFN_UP], &L->t[ST_T_FFN_DOWN], w->cur, w->tmp, n,
-                             layer_txt, err, errlen)) {
+        } else if (ffn_dense(m, L, ST_T_FFN_GATE, w->cur, w->tmp, n, layer_txt, err, errlen)) {
             return -1;
         }
     }

@@ -11,6 +11,9 @@ typedef struct st_layer_w {
      * (data == NULL when they are not: in place, or types or row lengths differ); t[Q/K/V]
      * are views into it. */
     st_tensor qkv;
+    /* by weight role: the value of its per-tensor ".scale" ([1], read at load), by which the
+     * product W . x is multiplied; 1 when the file has none */
+    float scale[ST_T_ROLE_COUNT];
 } st_layer_w;
 
 /* Allocation granularity the memory plan assumes for every model buffer (ST_PLAN_ALIGN):
@@ -48,7 +51,12 @@ typedef struct st_work {
     float *eg;         /* [n*k][n_ff_exp] */
     float *eu;         /* [n*k][n_ff_exp] */
     float *ed;         /* [n*k][E] */
+    float *eb;         /* [n*k][max(n_ff_exp, E)] expert bias rows (gpt-oss), else NULL */
     float *sg;         /* [n] shared-expert gate logits */
+    /* multi-head latent attention: per-head matrices run as a grouped matmul over heads */
+    int32_t *hid;      /* [n*H] a % H: the head of row a */
+    int32_t *hrow;     /* [n*H] identity rows */
+    int32_t *hslots;   /* [H] identity slot table */
     /* output */
     float *sel;        /* [n_out][E] selected rows */
     float *logits;     /* [n_out][n_vocab] */
@@ -105,6 +113,9 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
 /* Names the memory-plan consumer of the device allocations that follow (params.alloc_consumer;
  * nothing when it is not set). */
 void st_model_consumer(st_model *m, const char *consumer);
+
+/* Nonzero when layer l has per-expert weight scales (ffn_*_exps.scale). */
+int st_model_layer_has_expert_scales(const st_model *m, int l);
 
 /* Creates the KV cache and the work buffers (model_buffers.c). 0 or -1 with err. */
 int st_model_buffers_create(st_model *m, char *err, size_t errlen);

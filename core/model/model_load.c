@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/model_graph.h"
+#include "platform/mapfile.h"
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
@@ -106,6 +107,11 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     if (need_op(m, ST_OP_KV_WRITE, m->p.kv_type, "the KV cache", err, errlen)) return -1;
     if (need_op(m, ST_OP_ATTENTION, m->p.kv_type, "attention", err, errlen)) return -1;
     if (need_op(m, ST_OP_SWIGLU, ST_TYPE_F32, "the FFN", err, errlen)) return -1;
+    if (hp->arch == ST_ARCH_GPTOSS) { /* sinks and sliding windows; the clamped SwiGLU */
+        if (need_op(m, ST_OP_ATTENTION_EX, m->p.kv_type, "gpt-oss attention (sinks, sliding window)", err, errlen))
+            return -1;
+        if (need_op(m, ST_OP_SWIGLU_OAI, ST_TYPE_F32, "gpt-oss experts (clamped SwiGLU)", err, errlen)) return -1;
+    }
     if (need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
     for (int l = 0; l < hp->n_layer; l++) {
         const st_layer_desc *L = &d->layers[l];
@@ -113,19 +119,27 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
             const st_gguf_tensor *t = L->t[r];
             if (!t) continue;
             switch (r) {
+            case ST_T_ATTN_Q_A: case ST_T_ATTN_Q_B: case ST_T_ATTN_KV_A_MQA:
             case ST_T_ATTN_Q: case ST_T_ATTN_K: case ST_T_ATTN_V: case ST_T_ATTN_OUT:
             case ST_T_FFN_GATE: case ST_T_FFN_UP: case ST_T_FFN_DOWN: case ST_T_FFN_GATE_INP:
             case ST_T_FFN_GATE_INP_SHEXP: case ST_T_FFN_GATE_SHEXP: case ST_T_FFN_UP_SHEXP:
             case ST_T_FFN_DOWN_SHEXP:
                 if (need_op(m, ST_OP_MATMUL, t->type, t->name, err, errlen)) return -1;
                 break;
-            case ST_T_FFN_GATE_EXPS: case ST_T_FFN_UP_EXPS: case ST_T_FFN_DOWN_EXPS:
+            case ST_T_FFN_GATE_EXPS: case ST_T_FFN_UP_EXPS: case ST_T_FFN_DOWN_EXPS: case ST_T_FFN_GATE_UP_EXPS:
+            case ST_T_ATTN_K_B: case ST_T_ATTN_V_B: /* per-head matrices run as one grouped matmul */
                 if (need_op(m, ST_OP_MOE_MATMUL, t->type, t->name, err, errlen)) return -1;
                 break;
             case ST_T_ATTN_Q_BIAS: case ST_T_ATTN_K_BIAS: case ST_T_ATTN_V_BIAS:
                 if (need_op(m, ST_OP_ADD, ST_TYPE_F32, t->name, err, errlen)) return -1;
                 break;
-            default: break;
+            case ST_T_FFN_GATE_EXPS_SCALE: case ST_T_FFN_UP_EXPS_SCALE: case ST_T_FFN_DOWN_EXPS_SCALE:
+                break; /* gathered by GET_ROWS (F32), applied by MOE_MATMUL */
+            default:
+                if (st_tensor_role_is_vector((st_tensor_role)r) && r >= ST_T_ATTN_Q_SCALE &&
+                    need_op(m, ST_OP_SCALE, ST_TYPE_F32, t->name, err, errlen))
+                    return -1;
+                break;
             }
         }
         if (L->is_moe) {
@@ -139,29 +153,46 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     return 0;
 }
 
+/* Expert offload reads expert weights through the slot cache and the CPU module, which do not
+ * apply per-expert weight scales: refuse that combination rather than compute without them. */
+static int check_hybrid(const st_model *m, char *err, size_t errlen) {
+    int merged = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) merged |= m->desc->layers[l].t[ST_T_FFN_GATE_UP_EXPS] != NULL;
+    if (m->hybrid && (merged || m->hp.arch == ST_ARCH_GPTOSS)) {
+        snprintf(err, errlen, "%s: expert offload does not handle %s yet; load with every expert resident",
+                 m->hp.arch_name, merged ? "merged gate/up experts (ffn_gate_up_exps)" : "expert biases");
+        return -1;
+    }
+    for (int l = 0; m->hybrid && l < m->hp.n_layer; l++) {
+        if (!st_model_layer_has_expert_scales(m, l)) continue;
+        snprintf(err, errlen, "layer %d: per-expert weight scales (ffn_*_exps.scale) are not supported with "
+                 "expert offload; load with every expert resident", l);
+        return -1;
+    }
+    return 0;
+}
+
 /* Which fused ops (ABI 1.1) the model can use on this device: each needs its slot and the
  * model's types; STRATA_NO_FUSED=1 turns them off (to compare with the unfused path). */
 static void find_fused(st_model *m) {
     const char *e = getenv("STRATA_NO_FUSED");
     if (e && *e && strcmp(e, "0")) return;
-    m->fused_attn = has_op(m->ops, ST_OP_ATTN_PREP) &&
+    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_ATTN_PREP) &&
                     m->api->op_supported(m->dev_index, ST_OP_ATTN_PREP, m->p.kv_type);
-    int moe = m->hp.n_expert > 0 && has_op(m->ops, ST_OP_MOE_GATE_UP) && has_op(m->ops, ST_OP_MOE_DOWN);
+    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_MOE_GATE_UP) &&
+              has_op(m->ops, ST_OP_MOE_DOWN);
     for (int l = 0; moe && l < m->hp.n_layer; l++) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;
         const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
-        moe = g && u && dn && g->type == u->type &&
+        moe = g && u && dn && g->type == u->type && !st_model_layer_has_expert_scales(m, l) &&
               m->api->op_supported(m->dev_index, ST_OP_MOE_GATE_UP, g->type) &&
               m->api->op_supported(m->dev_index, ST_OP_MOE_DOWN, dn->type);
     }
     m->fused_moe = moe;
 }
 
-static int is_vector_role(int r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+static int is_vector_role(int r) { return st_tensor_role_is_vector((st_tensor_role)r); }
 
 /* Places one tensor: in place, converted to F32 (vectors), or copied. */
 static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out, char *err, size_t errlen) {
@@ -237,13 +268,66 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
     return 1;
 }
 
+/* Weights read in place: start reading the file's pages ahead (asynchronous), or say that the
+ * file is larger than the memory available, so its pages will be read from disk during steps.
+ * (MADV_POPULATE_READ at load measured slower here, cold and warm: page faults of the first step
+ * map large folios of the page cache cheaply; see backends/cpu/README.md.) */
+static void prefault_in_place(const st_model *m) {
+    const st_gguf *g = m->desc->gguf;
+    uint64_t bytes = 0;
+    for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) bytes += st_gguf_tensor_at(g, i)->nbytes;
+    if (m->props.mem_free && bytes > m->props.mem_free) {
+        fprintf(stderr, "strata: note: the weights (%.1f GiB) exceed the host memory available (%.1f GiB); "
+                "their pages will be read from disk during steps\n", (double)bytes / 1073741824.0,
+                (double)m->props.mem_free / 1073741824.0);
+        return;
+    }
+    for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) {
+        const st_gguf_tensor *t = st_gguf_tensor_at(g, i);
+        st_gguf_advise(g, t, 0, t->nbytes, ST_MAP_WILLNEED);
+    }
+}
+
+/* The per-tensor ".scale" values of layer l, read on the host (1 where absent). */
+static void read_scales(st_model *m, int l) {
+    const st_layer_desc *D = &m->desc->layers[l];
+    st_layer_w *L = &m->layers[l];
+    for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
+        const int sr = st_tensor_role_scale_of((st_tensor_role)r);
+        L->scale[r] = 1.0f;
+        if (sr < 0 || !D->t[sr] || st_tensor_role_is_expert((st_tensor_role)r)) continue;
+        st_dequantize_row(D->t[sr]->type, D->t[sr]->data, &L->scale[r], 1); /* [1] */
+    }
+}
+
+/* Nonzero when layer l has per-expert weight scales (ffn_*_exps.scale). */
+int st_model_layer_has_expert_scales(const st_model *m, int l) {
+    const st_layer_desc *D = &m->desc->layers[l];
+    return D->t[ST_T_FFN_GATE_EXPS_SCALE] || D->t[ST_T_FFN_UP_EXPS_SCALE] || D->t[ST_T_FFN_DOWN_EXPS_SCALE];
+}
+
+/* Merged experts [n_expert][2F][K]: gate and up become views of its two halves (each expert's
+ * rows 0..F-1 and F..2F-1; nb[2] stays the expert stride). */
+static void split_gate_up(st_layer_w *L) {
+    const st_tensor *gu = &L->t[ST_T_FFN_GATE_UP_EXPS];
+    if (!gu->data) return;
+    st_tensor g = *gu;
+    g.ne[1] = gu->ne[1] / 2;
+    st_tensor u = g;
+    u.data = (char *)gu->data + g.ne[1] * gu->nb[1];
+    L->t[ST_T_FFN_GATE_EXPS] = g;
+    L->t[ST_T_FFN_UP_EXPS] = u;
+}
+
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
+    if (m->in_place && !m->hybrid) prefault_in_place(m);
     if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
     if (place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
     if (d->output == d->token_embd) m->output = m->tok_embd;
     else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
     for (int l = 0; l < m->hp.n_layer; l++) {
+        read_scales(m, l);
         const int merged = place_qkv(m, l, err, errlen);
         if (merged < 0) return -1;
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
@@ -257,6 +341,7 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
             }
             if (place(m, g, r, &m->layers[l].t[r], err, errlen)) return -1;
         }
+        split_gate_up(&m->layers[l]);
     }
     st_status s = m->api->stream_sync(m->stream);
     if (s != ST_OK) {
@@ -304,7 +389,7 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         free(m);
         return NULL;
     }
-    if (check_ops(m, err, errlen)) {
+    if (check_ops(m, err, errlen) || check_hybrid(m, err, errlen)) {
         free(m->layers);
         free(m);
         return NULL;

@@ -162,10 +162,12 @@ static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan
         else if (w > 0)
             add(d, "weights", ST_PLAN_WEIGHTS, w, "%s%s", first ? "token embedding " : "", last ? "output" : "");
         if (nl > 0) {
-            const uint64_t per = 2u * (uint64_t)st_row_size(s->kv_type, hp->head_dim) * (uint64_t)hp->n_head_kv;
+            const int mla = hp->n_lora_kv > 0; /* one latent row per token, V part of it */
+            const uint64_t per = (mla ? 1u : 2u) * (uint64_t)st_row_size(s->kv_type, hp->head_dim) *
+                                 (uint64_t)hp->n_head_kv;
             add(d, "kv", ST_PLAN_KV, st_plan_kv_bytes(hp, s->kv_type, nl, s->slots, s->ctx),
-                "K+V %s for %d slots x %d positions x %d layers (%llu B/position/layer) + cell table",
-                st_type_name(s->kv_type), s->slots, s->ctx, nl, (unsigned long long)per);
+                "%s %s for %d slots x %d positions x %d layers (%llu B/position/layer) + cell table",
+                mla ? "latent (MLA)" : "K+V", st_type_name(s->kv_type), s->slots, s->ctx, nl, (unsigned long long)per);
         }
         if (nl > 0 || first || last)
             add(d, "work", ST_PLAN_WORK, st_plan_work_bytes(hp, n_tok, n_out),

@@ -32,8 +32,10 @@ uint64_t st_plan_work_bytes(const st_hparams *hp, int64_t n, int64_t no) {
         b += f32s(hp->n_expert);      /* one layer's slot table */
         b += 2 * f32s(A * Fe);        /* expert gate, up */
         b += f32s(A * E);             /* expert down */
-        if (hp->n_ff_shexp > 0) b += f32s(n); /* shared-expert gate */
+        if (hp->arch == ST_ARCH_GPTOSS) b += f32s(A * (Fe > E ? Fe : E)); /* expert bias rows */
+        if (hp->n_ff_shexp > 0 && hp->arch != ST_ARCH_DEEPSEEK2) b += f32s(n); /* shared-expert gate */
     }
+    if (hp->n_lora_kv > 0) b += 2 * f32s(n * hp->n_head) + f32s(hp->n_head); /* MLA head tables */
     return b;
 }
 
@@ -48,7 +50,8 @@ uint64_t st_plan_kv_bytes(const st_hparams *hp, uint32_t kv_type, int32_t n_laye
     const int64_t cells = ((int64_t)n_ctx + page - 1) / page * page * n_seq;
     const uint64_t row = (uint64_t)st_row_size(kv_type, hp->head_dim) * (uint64_t)hp->n_head_kv;
     const uint64_t layer = st_plan_round(row * (uint64_t)cells);
-    return 2u * (uint64_t)n_layers * layer + st_plan_round((uint64_t)n_seq * (uint64_t)n_ctx * 4u);
+    const uint64_t caches = hp->n_lora_kv > 0 ? 1u : 2u; /* MLA: one latent cache, V is part of it */
+    return caches * (uint64_t)n_layers * layer + st_plan_round((uint64_t)n_seq * (uint64_t)n_ctx * 4u);
 }
 
 uint64_t st_plan_expert_index_bytes(const st_hparams *hp, int64_t n_tok) {
@@ -66,11 +69,8 @@ uint64_t st_plan_expert_resident_bytes(const st_model_desc *d, int32_t l0, int32
     return b;
 }
 
-/* Vectors (norms, biases) that are not F32 are converted to F32 on the device. */
-static int is_vector_role(int r) {
-    return r == ST_T_OUTPUT_NORM || r == ST_T_ATTN_NORM || r == ST_T_FFN_NORM || r == ST_T_ATTN_Q_NORM ||
-           r == ST_T_ATTN_K_NORM || r == ST_T_ATTN_Q_BIAS || r == ST_T_ATTN_K_BIAS || r == ST_T_ATTN_V_BIAS;
-}
+/* Vectors (norms, biases, scales) that are not F32 are converted to F32 on the device. */
+static int is_vector_role(int r) { return st_tensor_role_is_vector((st_tensor_role)r); }
 
 static uint64_t tensor_bytes(const st_gguf_tensor *t, int role, int unified) {
     if (!t) return 0;

@@ -20,6 +20,7 @@ extern "C" {
 #define ST_QK8_0 32
 #define ST_QK8_1 32
 #define ST_QK4_NL 32
+#define ST_QK_MXFP4 32
 #define ST_QK_K 256
 #define ST_K_SCALE_SIZE 12
 
@@ -34,6 +35,9 @@ typedef struct { st_fp16 d, m; uint8_t qh[4]; uint8_t qs[ST_QK5_1 / 2]; } st_blo
 typedef struct { st_fp16 d; int8_t qs[ST_QK8_0]; } st_block_q8_0;                   /* 34 B */
 typedef struct { st_fp16 d, s; int8_t qs[ST_QK8_1]; } st_block_q8_1;                /* 36 B: s = d*sum(qs) */
 typedef struct { st_fp16 d; uint8_t qs[ST_QK4_NL / 2]; } st_block_iq4_nl;           /* 18 B */
+/* MXFP4 (OCP microscaling FP4): value j = level(qs nibble) * 2^(e - 128), levels E2M1 doubled;
+ * element j < 16 in the low nibble of qs[j], element j + 16 in its high nibble. */
+typedef struct { uint8_t e; uint8_t qs[ST_QK_MXFP4 / 2]; } st_block_mxfp4;           /* 17 B */
 
 typedef struct { /* 84 B: 2.625 bpw */
     uint8_t scales[ST_QK_K / 16]; /* 4-bit scale (low) and min (high) per 16 */
@@ -77,6 +81,10 @@ typedef struct { /* 136 B: 4.25 bpw */
 
 /* The 16 non-linear levels of IQ4_NL / IQ4_XS. */
 extern const int8_t st_iq4nl_values[16];
+/* The 16 MXFP4 levels: E2M1 values times 2 (the scale is halved to match). */
+extern const int8_t st_mxfp4_values[16];
+/* An E8M0 MXFP4 scale as the float that multiplies the doubled levels: 2^(e - 128). */
+float st_e8m0_half_to_f32(uint8_t e);
 
 typedef struct st_type_info {
     const char *name;     /* "Q4_K" */

@@ -19,6 +19,7 @@ void st_dequant_q5_K(const void *src, float *dst, int64_t n);
 void st_dequant_q6_K(const void *src, float *dst, int64_t n);
 void st_dequant_q8_K(const void *src, float *dst, int64_t n);
 void st_dequant_iq4_nl(const void *src, float *dst, int64_t n);
+void st_dequant_mxfp4(const void *src, float *dst, int64_t n);
 void st_dequant_iq4_xs(const void *src, float *dst, int64_t n);
 
 void st_quant_q4_0(const float *src, void *dst, int64_t n);
@@ -34,6 +35,7 @@ void st_quant_q5_K(const float *src, void *dst, int64_t n);
 void st_quant_q6_K(const float *src, void *dst, int64_t n);
 void st_quant_q8_K(const float *src, void *dst, int64_t n);
 void st_quant_iq4_nl(const float *src, void *dst, int64_t n);
+void st_quant_mxfp4(const float *src, void *dst, int64_t n);
 void st_quant_iq4_xs(const float *src, void *dst, int64_t n);
 
 /* Round to nearest, halves away from zero, as an int (callers clamp). */

@@ -23,6 +23,7 @@ static dequant_fn dequant_for(uint32_t type) {
     case ST_TYPE_Q6_K: return st_dequant_q6_K;
     case ST_TYPE_Q8_K: return st_dequant_q8_K;
     case ST_TYPE_IQ4_NL: return st_dequant_iq4_nl;
+    case ST_TYPE_MXFP4: return st_dequant_mxfp4;
     case ST_TYPE_IQ4_XS: return st_dequant_iq4_xs;
     default: return NULL;
     }
@@ -43,6 +44,7 @@ static quant_fn quant_for(uint32_t type) {
     case ST_TYPE_Q6_K: return st_quant_q6_K;
     case ST_TYPE_Q8_K: return st_quant_q8_K;
     case ST_TYPE_IQ4_NL: return st_quant_iq4_nl;
+    case ST_TYPE_MXFP4: return st_quant_mxfp4;
     case ST_TYPE_IQ4_XS: return st_quant_iq4_xs;
     default: return NULL;
     }

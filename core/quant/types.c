@@ -23,6 +23,7 @@ _Static_assert(sizeof(st_block_q5_K) == 176, "q5_K size");
 _Static_assert(sizeof(st_block_q6_K) == 210, "q6_K size");
 _Static_assert(sizeof(st_block_q8_K) == 292, "q8_K size");
 _Static_assert(sizeof(st_block_iq4_xs) == 136, "iq4_xs size");
+_Static_assert(sizeof(st_block_mxfp4) == 17, "mxfp4 size");
 
 static const st_type_info g_types[ST_TYPE_COUNT] = {
     [ST_TYPE_F32] = {"F32", 1, 4, 0},
@@ -45,6 +46,7 @@ static const st_type_info g_types[ST_TYPE_COUNT] = {
     [ST_TYPE_Q8_K] = {"Q8_K", ST_QK_K, sizeof(st_block_q8_K), 1},
     [ST_TYPE_IQ4_NL] = {"IQ4_NL", ST_QK4_NL, sizeof(st_block_iq4_nl), 1},
     [ST_TYPE_IQ4_XS] = {"IQ4_XS", ST_QK_K, sizeof(st_block_iq4_xs), 1},
+    [ST_TYPE_MXFP4] = {"MXFP4", ST_QK_MXFP4, sizeof(st_block_mxfp4), 1},
 };
 
 const st_type_info *st_type_get(uint32_t type) {

@@ -77,9 +77,63 @@ st_status st_ref_kv_write(const st_kv_write_args *a) {
     return ST_OK;
 }
 
+/* Attention of token i, head h over positions lo..L-1 (kv_len L, sliding window lo), with an
+ * optional sink logit in the softmax; acc[dv] receives the output. */
+typedef struct attend_ctx {
+    const st_attention_args *a;
+    const float *sinks;
+    int32_t window;
+    double *q, *krow, *vrow, *score;
+} attend_ctx;
+
+static void attend(const attend_ctx *c, int64_t i, int64_t h, int64_t kvh, int64_t dk, int64_t dv, double *acc) {
+    const st_attention_args *a = c->a;
+    const int32_t *cells = a->cell_table + (int64_t)a->seq[i] * a->max_pos;
+    const int32_t L = a->kv_len[i];
+    const int32_t lo = c->window > 0 && L > c->window ? L - c->window : 0;
+    const float *mask = a->mask ? a->mask + i * (int64_t)a->max_pos : NULL;
+    double *q = c->q, *score = c->score;
+    st_ref_load_row_d(&a->q, st_ref_elem_ptr(&a->q, 0, h, i, 0), q, dk);
+    double mx = c->sinks ? (double)c->sinks[h] : -INFINITY;
+    for (int32_t p = lo; p < L; p++) {
+        const uint8_t *kp = (const uint8_t *)a->k_cache.data + cells[p] * a->k_cache.nb[2] + kvh * a->k_cache.nb[1];
+        st_ref_load_row_d(&a->k_cache, kp, c->krow, dk);
+        double s = 0;
+        for (int64_t d = 0; d < dk; d++) s += q[d] * c->krow[d];
+        s *= (double)a->scale;
+        if (mask) s += (double)mask[p];
+        score[p] = s;
+        if (s > mx) mx = s;
+    }
+    for (int64_t d = 0; d < dv; d++) acc[d] = 0;
+    if (mx == -INFINITY) return;
+    double sum = c->sinks ? exp((double)c->sinks[h] - mx) : 0.0; /* the sink: weight, no value */
+    for (int32_t p = lo; p < L; p++) {
+        double w = score[p] == -INFINITY ? 0.0 : exp(score[p] - mx);
+        sum += w;
+        if (w == 0.0) continue;
+        const uint8_t *vp = (const uint8_t *)a->v_cache.data + cells[p] * a->v_cache.nb[2] + kvh * a->v_cache.nb[1];
+        st_ref_load_row_d(&a->v_cache, vp, c->vrow, dv);
+        for (int64_t d = 0; d < dv; d++) acc[d] += w * c->vrow[d];
+    }
+    for (int64_t d = 0; d < dv; d++) acc[d] /= sum;
+}
+
+static st_status attention_common(const st_attention_args *a, const float *sinks, int32_t window);
+
 st_status st_ref_attention(const st_attention_args *a) {
+    CHECK(st_ref_check_args("attention", a, a ? a->size : 0, sizeof *a));
+    return attention_common(a, NULL, 0);
+}
+
+st_status st_ref_attention_ex(const st_attention_ex_args *a) {
+    CHECK(st_ref_check_args("attention_ex", a, a ? a->size : 0, sizeof *a));
+    if (a->window < 0) return st_ref_fail(ST_INVALID, "attention_ex: window %d is negative", a->window);
+    return attention_common(&a->base, a->sinks, a->window);
+}
+
+static st_status attention_common(const st_attention_args *a, const float *sinks, int32_t window) {
     const char *op = "attention";
-    CHECK(st_ref_check_args(op, a, a ? a->size : 0, sizeof *a));
     CHECK(st_ref_check(op, "q", &a->q, 1));
     CHECK(st_ref_check(op, "out", &a->out, 1));
     CHECK(check_cache(op, "k_cache", &a->k_cache));
@@ -126,41 +180,12 @@ st_status st_ref_attention(const st_attention_args *a) {
         }
         krow = kbuf;
     }
-    for (int64_t i = 0; i < n; i++) {
-        const int32_t *cells = a->cell_table + (int64_t)a->seq[i] * a->max_pos;
-        int32_t L = a->kv_len[i];
-        const float *mask = a->mask ? a->mask + i * (int64_t)a->max_pos : NULL;
+    attend_ctx c = {a, sinks, window, q, krow, vrow, score};
+    for (int64_t i = 0; i < n; i++)
         for (int64_t h = 0; h < n_head; h++) {
-            int64_t kvh = h / group;
-            st_ref_load_row_d(&a->q, st_ref_elem_ptr(&a->q, 0, h, i, 0), q, dk);
-            double mx = -INFINITY;
-            for (int32_t p = 0; p < L; p++) {
-                const uint8_t *kp = (const uint8_t *)a->k_cache.data + cells[p] * a->k_cache.nb[2] + kvh * a->k_cache.nb[1];
-                st_ref_load_row_d(&a->k_cache, kp, krow, dk);
-                double s = 0;
-                for (int64_t d = 0; d < dk; d++) s += q[d] * krow[d];
-                s *= (double)a->scale;
-                if (mask) s += (double)mask[p];
-                score[p] = s;
-                if (s > mx) mx = s;
-            }
-            for (int64_t d = 0; d < dv; d++) acc[d] = 0;
-            if (L > 0 && mx > -INFINITY) {
-                double sum = 0;
-                for (int32_t p = 0; p < L; p++) {
-                    double w = score[p] == -INFINITY ? 0.0 : exp(score[p] - mx);
-                    sum += w;
-                    if (w == 0.0) continue;
-                    const uint8_t *vp =
-                        (const uint8_t *)a->v_cache.data + cells[p] * a->v_cache.nb[2] + kvh * a->v_cache.nb[1];
-                    st_ref_load_row_d(&a->v_cache, vp, vrow, dv);
-                    for (int64_t d = 0; d < dv; d++) acc[d] += w * vrow[d];
-                }
-                for (int64_t d = 0; d < dv; d++) acc[d] /= sum;
-            }
+            attend(&c, i, h, h / group, dk, dv, acc);
             st_ref_store_row(&a->out, st_ref_elem_ptr(&a->out, 0, h, i, 0), acc, dv);
         }
-    }
     free(kbuf);
     free(q);
     return ST_OK;

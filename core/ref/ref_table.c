@@ -27,6 +27,8 @@ WRAP(topk, st_topk_args)
 WRAP(attn_prep, st_attn_prep_args)
 WRAP(moe_gate_up, st_moe_gate_up_args)
 WRAP(moe_down, st_moe_down_args)
+WRAP(attention_ex, st_attention_ex_args)
+WRAP(swiglu_oai, st_swiglu_oai_args)
 
 static const st_backend_ops g_ops = {
     .size = sizeof(st_backend_ops),
@@ -49,6 +51,8 @@ static const st_backend_ops g_ops = {
     .attn_prep = wrap_attn_prep,
     .moe_gate_up = wrap_moe_gate_up,
     .moe_down = wrap_moe_down,
+    .attention_ex = wrap_attention_ex,
+    .swiglu_oai = wrap_swiglu_oai,
 };
 
 const st_backend_ops *st_ref_ops_table(void) { return &g_ops; }
@@ -62,10 +66,12 @@ int st_ref_op_supported(uint32_t op, uint32_t type) {
     case ST_OP_MOE_DOWN: return st_type_get(type) != NULL;
     case ST_OP_ATTN_PREP:
     case ST_OP_KV_WRITE:
+    case ST_OP_ATTENTION_EX:
     case ST_OP_ATTENTION: return st_ref_is_act(type) || type == ST_TYPE_Q8_0;
     case ST_OP_RMS_NORM:
     case ST_OP_ROPE:
     case ST_OP_SWIGLU:
+    case ST_OP_SWIGLU_OAI:
     case ST_OP_ROUTER:
     case ST_OP_MOE_COMBINE:
     case ST_OP_ADD:

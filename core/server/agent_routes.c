@@ -147,6 +147,11 @@ static enum MHD_Result embeddings(st_front *f, struct MHD_Connection *c) {
     return reply_error(c, &e);
 }
 
+int st_agent_is_route(const char *url) {
+    return !strcmp(url, "/v1/embeddings") || !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") ||
+           !strcmp(url, "/detokenize") || !strcmp(url, "/props");
+}
+
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res) {
     int post = !strcmp(method, "POST");

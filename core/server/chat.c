@@ -7,10 +7,36 @@ typedef struct {
     char *p;
     size_t n, cap;
     int oom;
+    /* with spans: where each message's content lands (a put of that very pointer) */
+    const st_chat_message *msgs;
+    size_t n_msgs;
+    st_chat_span *spans;
+    size_t n_spans, cap_spans;
 } sbuf;
+
+static void note_span(sbuf *b, const char *s, size_t l) {
+    size_t i = 0;
+    while (i < b->n_msgs && b->msgs[i].content != s) i++;
+    if (i == b->n_msgs || !l) return;
+    if (b->n_spans == b->cap_spans) {
+        size_t cap = b->cap_spans ? b->cap_spans * 2 : 8;
+        st_chat_span *q = realloc(b->spans, cap * sizeof *q);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->spans = q;
+        b->cap_spans = cap;
+    }
+    b->spans[b->n_spans].start = b->n;
+    b->spans[b->n_spans].len = l;
+    b->n_spans++;
+}
 
 static void put(sbuf *b, const char *s) {
     size_t l = strlen(s);
+    if (b->oom) return;
+    note_span(b, s, l);
     if (b->oom) return;
     if (b->n + l + 1 > b->cap) {
         size_t cap = (b->cap ? b->cap * 2 : 256);
@@ -59,7 +85,16 @@ st_chat_template st_chat_template_detect(const char *jinja, int vocab_has_im_sta
 static int is_role(const st_chat_message *m, const char *r) { return m->role && !strcmp(m->role, r); }
 
 char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n) {
+    return st_chat_render_spans(t, msgs, n, NULL, NULL);
+}
+
+char *st_chat_render_spans(st_chat_template t, const st_chat_message *msgs, size_t n, st_chat_span **spans,
+                           size_t *n_spans) {
     sbuf b = {0};
+    if (spans) {
+        b.msgs = msgs;
+        b.n_msgs = n;
+    }
     put(&b, "");
     switch (t) {
     case ST_CHAT_CHATML:
@@ -138,7 +173,12 @@ char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n) 
     }
     if (b.oom) {
         free(b.p);
+        free(b.spans);
         return NULL;
+    }
+    if (spans) {
+        *spans = b.spans;
+        *n_spans = b.n_spans;
     }
     return b.p;
 }

@@ -32,6 +32,15 @@ st_chat_template st_chat_template_detect(const char *jinja, int vocab_has_im_sta
  * turn opened. The BOS token is not included (the tokenizer adds it per the model's flags).
  * NULL on out-of-memory. */
 char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n_msgs);
+/* Where a message's content lies in a rendered prompt: bytes [start, start + len). */
+typedef struct st_chat_span {
+    size_t start, len;
+} st_chat_span;
+/* st_chat_render that also returns the spans of the messages' contents (malloc'ed, in prompt
+ * order; *spans may be NULL when there are none), so that content can be tokenized as plain
+ * text while the template's own markers become special tokens. */
+char *st_chat_render_spans(st_chat_template t, const st_chat_message *msgs, size_t n_msgs, st_chat_span **spans,
+                           size_t *n_spans);
 /* Extra stop strings the template's turn end implies (e.g. "<|im_end|>"); NULL-terminated
  * static list. */
 const char *const *st_chat_stop_strings(st_chat_template t);

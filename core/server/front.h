@@ -29,6 +29,10 @@ typedef struct st_req {
     char fail_code[48];
     char fail_msg[1024];
     int refs;
+    /* called under mu whenever the request has news (a token, its end, a failure) and on every
+     * tick of the server's main loop: the HTTP side resumes the connection that waits for it */
+    void (*wake)(void *arg, int tick); /* tick: 1 from the main loop, 0 for news */
+    void *wake_arg;
     struct st_req *next;
     st_token_logprobs *lps; /* [cap] per token when the request asked for logprobs (else NULL) */
     int32_t lps_cap;
@@ -51,8 +55,8 @@ typedef struct st_front {
     pthread_mutex_t mu; /* everything below */
     pthread_cond_t cv;  /* state changes, stats replies */
     int state;
-    char state_reason[512];
-    int fd;     /* socket to the engine */
+    char state_reason[1200];
+    int fd;     /* socket to the engine: changed under send_mu and mu; senders use it under send_mu */
     pid_t pid;
     st_msg_ready ready;
     st_req *reqs;
@@ -60,14 +64,29 @@ typedef struct st_front {
     uint64_t last_frame_ns; /* when the engine last said anything */
     st_msg_stats stats;
     uint64_t stats_seq;
+    uint64_t stats_ns;  /* when the last stats answer came */
     char *stats_text;   /* Prometheus lines the engine sent after its last stats (plan, experts), or NULL */
     char log_ring[ST_LOG_RING][256];
     int log_head;
     int stopping;
+    /* supervision (supervise.c) */
+    int ever_ready;          /* some engine got ready since the server started */
+    int deaths;              /* engine deaths in a row before one got ready: the back-off's exponent */
+    int same_fails;          /* start-up failures in a row with the same signature */
+    char fail_sig[256];      /* signature of the last start-up failure (status and last log line) */
+    uint64_t retry_at_ns;    /* while restarting: when the next engine is started */
+    uint64_t spawn_ns;       /* when the current engine was started */
+    double load_s;           /* how long the last engine took to get ready (Retry-After estimate) */
+    int hb_killed;           /* the current engine was killed for missing its heartbeats */
+    char hb_what[256];       /* what the front saw then ("no heartbeat for 2.1 s; process state T (stopped)") */
+    char hb_report[512];     /* the report the front wrote then */
+    int fatal;               /* the server must exit with status 1: fatal_msg says why */
+    char fatal_msg[1024];
+    int reader_done;         /* the reader thread has returned */
     /* metrics */
     uint64_t m_requests, m_prompt_tokens, m_gen_tokens, m_restarts, m_cached_tokens;
     double m_gen_seconds;
-    pthread_mutex_t send_mu; /* one writer on fd at a time */
+    pthread_mutex_t send_mu; /* one writer on fd at a time; taken before mu when both are */
     pthread_t log_thread;    /* reads the engine's stderr; joined when the engine dies */
     int log_thread_ok;
     /* the model's Jinja chat template (server/agent_front.c); NULL = the built-in family */
@@ -85,6 +104,28 @@ int st_front_load_jinja(st_front *f, const char *gguf_jinja);
 /* The prompt text to tokenize: past a leading BOS text the template printed when the
  * tokenizer adds BOS itself (so it is not there twice). */
 const char *st_front_prompt_text(const st_front *f, const char *prompt);
+/* Requests (front.c), shared with the supervisor. */
+void st_front_on_event(st_front *f, const st_engine_event *ev);
+void st_req_fail(st_req *r, int status, const char *code, const char *msg);
+void st_req_unref(st_req *r);
+const char *st_front_report_dir(const st_front *f);
+void st_front_ring_add(st_front *f, const char *line);
+
+/* Supervision of the engine child (supervise.c). st_engine_spawn starts an engine (0, or -1
+ * with errno); st_engine_reader is the thread that reads its frames, and on its death fails
+ * every request and starts a new one after a growing back-off (or stops restarting, or sets
+ * f->fatal); st_engine_watch is called by the main thread a few times a second and kills an
+ * engine that missed its heartbeats; st_engine_shutdown ends the engine and joins the reader
+ * promptly even when the engine is stopped or the reader is in its back-off. */
+int st_engine_spawn(st_front *f);
+void *st_engine_reader(void *f);
+void st_engine_watch(st_front *f);
+void st_engine_shutdown(st_front *f, pthread_t reader);
+/* Seconds for the Retry-After header of a 503 in the current state (f->mu not held), 0 for
+ * none (the engine will not come back by itself). */
+int st_front_retry_after(st_front *f);
+/* 1 when the engine is ready and its heartbeats are on time (f->mu not held). */
+int st_front_engine_up(st_front *f);
 
 /* Register a request and send it to the engine. Returns the request (refs held by the caller
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */
@@ -109,8 +150,13 @@ int st_front_stats(st_front *f, st_msg_stats *out, int timeout_ms);
 /* The last engine log lines joined with " | " into buf. */
 void st_front_last_log(st_front *f, char *buf, size_t n);
 
+/* Calls the wake hook of every request in flight (the main loop, a few times a second). */
+void st_front_wake_all(st_front *f);
+
 /* Start the HTTP server; returns an opaque daemon handle or NULL (message printed). */
 void *st_http_start(st_front *f);
+/* Enforces the header deadline on waiting connections (the main loop, a few times a second). */
+void st_http_tick(void *daemon);
 void st_http_stop(void *daemon);
 
 #endif

@@ -22,9 +22,42 @@ int st_oai_error_set(st_oai_error *e, int status, const char *type, const char *
     return -1;
 }
 
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    unsigned cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (size_t i = 1; i < len; i++) cp = (cp << 6) | (s[i] & 0x3F);
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0; /* overlong, surrogate */
+    return len;
+}
+
+size_t st_oai_utf8_clean(const char *s, size_t n, char *out, size_t cap) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t o = 0;
+    if (!cap) return 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_seq(u + i, n - i);
+        const char *piece = l ? s + i : "\xEF\xBF\xBD"; /* U+FFFD for a byte that starts no character */
+        size_t pl = l ? l : 3;
+        if (o + pl + 1 > cap) break;
+        memcpy(out + o, piece, pl);
+        o += pl;
+        i += l ? l : 1;
+    }
+    out[o] = 0;
+    return o;
+}
+
 char *st_oai_error_json(const st_oai_error *e) {
     cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(o, "message", e->message);
+    char msg[sizeof e->message * 3];
+    st_oai_utf8_clean(e->message, strlen(e->message), msg, sizeof msg);
+    cJSON_AddStringToObject(o, "message", msg);
     cJSON_AddStringToObject(o, "type", e->type);
     if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
     else cJSON_AddNullToObject(o, "param");
@@ -84,12 +117,75 @@ static const char *content_text(cJSON *c, char **owned) {
 }
 
 /* The prompt through the model's Jinja template (template/chat_jinja.h). */
+/* Where the contents lie in a Jinja rendering: each message's text found in order after the
+ * previous one (templates print contents verbatim; one that is transformed is not found and
+ * is then tokenized like the template's text). -1 when out of memory. */
+static int jinja_spans(st_oai_request *out, const st_chat_message *cm, size_t n) {
+    out->spans = calloc(n ? n : 1, sizeof *out->spans);
+    if (!out->spans) return -1;
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(cm[i].content);
+        const char *f = len ? strstr(out->prompt + pos, cm[i].content) : NULL;
+        if (!f) continue;
+        out->spans[out->n_spans].start = (size_t)(f - out->prompt);
+        out->spans[out->n_spans++].len = len;
+        pos = (size_t)(f - out->prompt) + len;
+    }
+    return 0;
+}
+
 static int render_jinja(const st_oai_render *rd, cJSON *root, st_oai_request *out, st_oai_error *err) {
     char msg[300];
     st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
     out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
     if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
     return 0;
+}
+
+/* Nonzero when a JSON string of the body holds a NUL character (\u0000, or a raw NUL byte):
+ * C strings would cut such text silently, so it is refused. */
+static int has_nul(const char *s, size_t n) {
+    if (memchr(s, 0, n)) return 1;
+    for (size_t i = 0, in_str = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+        } else if (s[i] == '\\') {
+            if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) return 1;
+            i++;
+        } else if (s[i] == '"') {
+            in_str = 0;
+        }
+    }
+    return 0;
+}
+
+static int cmp_key(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A key that appears twice among the members of object o, or NULL (sorted: n log n). */
+static const char *dup_in_object(const cJSON *o, int *oom) {
+    int n = cJSON_GetArraySize(o);
+    if (n < 2) return NULL;
+    const char **k = malloc(sizeof *k * (size_t)n);
+    if (!k) {
+        *oom = 1;
+        return NULL;
+    }
+    int i = 0;
+    for (const cJSON *a = o->child; a && i < n; a = a->next) k[i++] = a->string ? a->string : "";
+    qsort(k, (size_t)i, sizeof *k, cmp_key);
+    const char *d = NULL;
+    for (int j = 1; j < i && !d; j++)
+        if (!strcmp(k[j - 1], k[j])) d = k[j];
+    free(k);
+    return d;
+}
+
+/* The first key that appears twice in one object anywhere in the tree, or NULL. */
+static const char *dup_key(const cJSON *o, int *oom) {
+    const char *d = cJSON_IsObject(o) ? dup_in_object(o, oom) : NULL;
+    for (const cJSON *a = o ? o->child : NULL; a && !d && !*oom; a = a->next) d = dup_key(a, oom);
+    return d;
 }
 
 int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
@@ -119,6 +215,23 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
     }
     if (!root) return st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body is not valid JSON");
     int rc = -1;
+    /* a key given twice is refused (parsers disagree on which one counts) */
+    int oom = 0;
+    const char *dk = dup_key(root, &oom);
+    if (oom) {
+        st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+        goto done;
+    }
+    if (dk) {
+        char key[40];
+        st_oai_utf8_clean(dk, strlen(dk), key, sizeof key);
+        st_oai_error_set(err, 400, NULL, "duplicate_key", key, "the key '%s' appears twice in one object", key);
+        goto done;
+    }
+    if (has_nul(body, len)) {
+        st_oai_error_set(err, 400, NULL, "invalid_value", NULL, "strings must not contain NUL (\\u0000)");
+        goto done;
+    }
     if (!cJSON_IsObject(root)) {
         st_oai_error_set(err, 400, NULL, "invalid_json", NULL, "the body must be a JSON object");
         goto done;
@@ -154,7 +267,7 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
     if (r) out->max_tokens = (int32_t)v;
     if ((r = get_number(root, "max_tokens", 1, 1e9, &v, err)) < 0) goto done;
     if (r && out->max_tokens < 0) out->max_tokens = (int32_t)v;
-    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_choices.c */
+    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_req.c */
     /* tools, tool_choice; features this server does not have are refused, not silently ignored */
     if (st_agent_parse(root, chat, &out->agent, err)) goto done;
     cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
@@ -201,6 +314,12 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
         st_chat_message *cm = calloc((size_t)n, sizeof *cm);
         char **owned = calloc((size_t)n, sizeof *owned);
         int i = 0, bad = 0;
+        if (!cm || !owned) {
+            free(cm);
+            free(owned);
+            st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+            goto done;
+        }
         cJSON *m;
         cJSON_ArrayForEach(m, msgs) {
             cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
@@ -220,8 +339,8 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
             cm[i].content = txt;
             i++;
         }
-        if (!bad && rd->jinja && render_jinja(rd, root, out, err)) bad = 1;
-        else if (!bad && !rd->jinja) out->prompt = st_chat_render(t, cm, (size_t)n);
+        if (!bad && rd->jinja && (render_jinja(rd, root, out, err) || jinja_spans(out, cm, (size_t)n))) bad = 1;
+        else if (!bad && !rd->jinja) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
         for (int j = 0; j < n; j++) free(owned[j]);
         free(owned);
         free(cm);
@@ -251,6 +370,9 @@ void st_oai_request_free(st_oai_request *r) {
     st_agent_req_free(&r->agent);
     free(r->prompt);
     r->prompt = NULL;
+    free(r->spans);
+    r->spans = NULL;
+    r->n_spans = 0;
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     r->n_stop = 0;
 }
@@ -336,11 +458,38 @@ void st_oai_text_init(st_oai_text *t, const char *const *stops, int think) {
     memset(t, 0, sizeof *t);
     t->stops = stops;
     t->think_mode = think ? 1 : 0;
+    while (stops && stops[t->n_stops]) t->n_stops++;
+    if (!t->n_stops) return;
+    t->slen = calloc((size_t)t->n_stops, sizeof *t->slen);
+    t->state = calloc((size_t)t->n_stops, sizeof *t->state);
+    t->fail = calloc((size_t)t->n_stops, sizeof *t->fail);
+    t->oom = !t->slen || !t->state || !t->fail;
+    for (int i = 0; !t->oom && i < t->n_stops; i++) {
+        const char *p = stops[i];
+        size_t m = t->slen[i] = strlen(p);
+        int32_t *f = t->fail[i] = malloc(sizeof(int32_t) * (m ? m : 1));
+        if (!f) {
+            t->oom = 1;
+            break;
+        }
+        f[0] = 0;
+        for (size_t q = 1, k = 0; q < m; q++) {
+            while (k && p[q] != p[k]) k = (size_t)f[k - 1];
+            if (p[q] == p[k]) k++;
+            f[q] = (int32_t)k;
+        }
+    }
 }
 
 void st_oai_text_free(st_oai_text *t) {
     free(t->pend);
     t->pend = NULL;
+    for (int i = 0; t->fail && i < t->n_stops; i++) free(t->fail[i]);
+    free(t->fail);
+    free(t->slen);
+    free(t->state);
+    t->fail = NULL;
+    t->slen = t->state = NULL;
 }
 
 static int append(char **dst, const char *s, size_t n) {
@@ -374,17 +523,12 @@ static int route(st_oai_text *t, const char *s, size_t n, char **content, char *
     return append(content, s, n);
 }
 
-/* Length of the longest suffix of pend that is a proper prefix of some stop string. */
+/* Length of the longest suffix of pend that is a proper prefix of some stop string (the
+ * automata's states), or of "<think>" / "</think>" while those may still be forming. */
 static size_t held_back(const st_oai_text *t) {
     size_t best = 0;
-    for (int i = 0; t->stops && t->stops[i]; i++) {
-        size_t ls = strlen(t->stops[i]);
-        for (size_t k = ls - 1; k > best; k--)
-            if (k <= t->n_pend && !memcmp(t->pend + t->n_pend - k, t->stops[i], k)) {
-                best = k;
-                break;
-            }
-    }
+    for (int i = 0; i < t->n_stops; i++)
+        if (t->state[i] > best) best = t->state[i];
     /* while undecided, an opening "<think>" may still be forming */
     if (t->think_mode == 1 && t->n_pend < 7 && !memcmp("<think>", t->pend, t->n_pend)) best = t->n_pend;
     if (t->think_mode == 2)
@@ -396,8 +540,33 @@ static size_t held_back(const st_oai_text *t) {
     return best;
 }
 
+/* Feeds pend[fed..n_pend) to the stop automata; returns the pend offset where the first stop
+ * to complete begins (the longest of those completing at the same byte), or (size_t)-1. */
+static size_t feed_stops(st_oai_text *t) {
+    for (; t->fed < t->n_pend; t->fed++) {
+        unsigned char c = (unsigned char)t->pend[t->fed];
+        size_t cut = (size_t)-1;
+        for (int i = 0; i < t->n_stops; i++) {
+            const char *p = t->stops[i];
+            size_t st = t->state[i], m = t->slen[i];
+            if (!m) continue;
+            while (st && (unsigned char)p[st] != c) st = (size_t)t->fail[i][st - 1];
+            if ((unsigned char)p[st] == c) st++;
+            if (st == m) {
+                size_t at = t->fed + 1 - m;
+                if (at < cut) cut = at;
+                st = (size_t)t->fail[i][m - 1];
+            }
+            t->state[i] = st;
+        }
+        if (cut != (size_t)-1) return cut;
+    }
+    return (size_t)-1;
+}
+
 int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, char **reasoning) {
     if (t->stopped) return 1;
+    if (t->oom) return -1;
     if (t->n_pend + n + 1 > t->cap) {
         size_t cap = (t->n_pend + n + 1) * 2;
         char *p = realloc(t->pend, cap);
@@ -419,21 +588,14 @@ int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, ch
             t->think_mode = 3;
         }
     }
-    /* earliest complete stop string */
-    size_t cut = t->n_pend;
-    int hit = 0;
-    for (int i = 0; t->stops && t->stops[i]; i++) {
-        const char *f = strstr(t->pend, t->stops[i]);
-        if (f && (size_t)(f - t->pend) < cut) {
-            cut = (size_t)(f - t->pend);
-            hit = 1;
-        }
-    }
+    if (t->think_mode == 1) return 0; /* undecided: nothing is fed or emitted yet */
+    size_t cut = feed_stops(t);
+    int hit = cut != (size_t)-1;
     size_t emit = hit ? cut : t->n_pend - held_back(t);
-    if (t->think_mode == 1 && !hit) emit = 0;
     if (route(t, t->pend, emit, content, reasoning)) return -1;
     memmove(t->pend, t->pend + emit, t->n_pend - emit + 1);
     t->n_pend -= emit;
+    t->fed -= emit;
     if (hit) {
         t->stopped = 1;
         t->n_pend = 0;
@@ -444,8 +606,13 @@ int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, ch
 
 int st_oai_text_finish(st_oai_text *t, char **content, char **reasoning) {
     if (t->stopped || !t->n_pend) return 0;
-    if (t->think_mode == 1) t->think_mode = 3;
-    int rc = route(t, t->pend, t->n_pend, content, reasoning);
+    size_t end = t->n_pend;
+    if (t->think_mode == 1) { /* it never opened with <think>: its stops were not looked for yet */
+        t->think_mode = 3;
+        size_t cut = feed_stops(t);
+        if (cut != (size_t)-1) end = cut;
+    }
+    int rc = route(t, t->pend, end, content, reasoning);
     t->n_pend = 0;
     return rc;
 }

@@ -23,6 +23,8 @@ typedef struct st_oai_error {
 typedef struct st_oai_request {
     int chat;                /* /v1/chat/completions (1) or /v1/completions (0) */
     char *prompt;            /* rendered prompt text (owned) */
+    st_chat_span *spans;     /* chat: where the messages' contents lie in prompt (owned) */
+    size_t n_spans;
     char model[128];
     int stream, include_usage;
     int ignore_eos;          /* extension: generate past end-of-generation tokens */
@@ -39,7 +41,11 @@ typedef struct st_oai_request {
 /* Set an error (printf-style message). Returns -1 for chaining. */
 int st_oai_error_set(st_oai_error *e, int status, const char *type, const char *code, const char *param,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* The error's JSON body {"error":{...}}; malloc'ed, caller frees. */
+/* Copies s[0..n) into out as valid UTF-8: every byte that starts no valid character (and
+ * overlong or surrogate forms) becomes U+FFFD; cut at a character boundary to fit cap with
+ * its NUL. Returns the bytes written. */
+size_t st_oai_utf8_clean(const char *s, size_t n, char *out, size_t cap);
+/* The error's JSON body {"error":{...}} (the message made valid UTF-8); malloc'ed, caller frees. */
 char *st_oai_error_json(const st_oai_error *e);
 
 /* Parse a body. Chat requests render their messages with template `t`. Returns 0, or -1 with
@@ -83,6 +89,11 @@ typedef struct st_oai_text {
     size_t n_pend, cap;
     int think_mode;           /* 0 off; 1 undecided at start; 2 inside <think>; 3 content */
     int stopped;              /* a stop string matched: nothing more is emitted */
+    /* stop matching, linear in the text added: per stop a KMP automaton over the text */
+    int n_stops, oom;
+    size_t *slen, *state;     /* [n_stops] length; matched prefix of the text's end */
+    int32_t **fail;           /* [n_stops][slen] failure function */
+    size_t fed;               /* bytes of pend already fed to the automata */
 } st_oai_text;
 
 /* Start a text stream; think nonzero when the model may open with <think>. */
@@ -90,7 +101,9 @@ void st_oai_text_init(st_oai_text *t, const char *const *stops, int think);
 void st_oai_text_free(st_oai_text *t);
 /* Add generated text; appends what may be emitted now to *content and *reasoning (malloc'ed
  * growing strings owned by the caller, may start NULL). Returns 1 when a stop string
- * matched (the request should end with finish "stop"), 0 otherwise, -1 on out-of-memory. */
+ * matched (the request should end with finish "stop"), 0 otherwise, -1 on out-of-memory.
+ * The text ends before the stop string that completes first (at the earliest end; of those,
+ * the longest); the cost is linear in the bytes added, whatever the stop strings' lengths. */
 int st_oai_text_push(st_oai_text *t, const char *s, size_t n, char **content, char **reasoning);
 /* End of generation: release held-back text (a partial stop that never completed). */
 int st_oai_text_finish(st_oai_text *t, char **content, char **reasoning);

@@ -18,11 +18,23 @@ typedef struct st_serve_config {
     const char *api_key;      /* NULL = no authentication */
     const char *chat_template;/* name, or NULL to detect from the GGUF */
     double stall_timeout;     /* seconds without progress before the engine is restarted (default 60) */
-    double restart_delay;     /* seconds to wait before restarting a dead engine (default 1; times
-                                 the number of deaths in a row before it got ready, up to 5) */
-    size_t max_body;          /* bytes (default 1 MiB) */
+    double restart_delay;     /* seconds to wait before restarting a dead engine (default 1; doubled
+                                 after each death before an engine got ready, up to 300 s) */
+    int restart_limit;        /* start-up failures in a row, the same way, before the restarts stop
+                                 (default 3; the first engine's ST_ENGINE_EXIT_START ends the server) */
+    size_t max_body;          /* bytes of one request body (default 1 MiB, at most 64 MiB) */
+    size_t max_buffered;      /* bytes of request bodies buffered at once, all connections together
+                                 (default 64 MiB; a body past it gets 503 and is not kept) */
+    int max_connections;      /* open connections (default 4096, less when the fd limit is lower) */
+    int max_conn_per_ip;      /* open connections from one address (default 0: no limit) */
+    double header_timeout;    /* seconds for a request's headers to arrive, from the connection's
+                                 start or the previous answer on it (keep-alive idle); default 10 */
+    double body_timeout;      /* seconds without a byte while a body is read (default 30) */
+    int http_threads;         /* threads serving every connection (default 4) */
     int max_depth;            /* JSON nesting (default 32) */
     int queue_max;            /* waiting requests before 429 (default 64) */
+    int content_specials;     /* 1: control tokens typed in chat content are parsed as special tokens
+                                 (--content-specials parse); 0 (default): they are plain text */
     const char *report_dir;   /* crash and stall reports (default $TMPDIR or /tmp) */
     const char *exe;          /* this executable, for the engine child (default /proc/self/exe) */
     const char *const *engine_args; /* extra arguments for `strata engine` (NULL-terminated) */

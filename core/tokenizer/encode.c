@@ -418,14 +418,27 @@ static const char *find_bytes(const char *hay, size_t n, const char *needle, siz
     return NULL;
 }
 
+/* Byte ranges of the text where control tokens are not recognized (pairs start, len). */
+typedef struct plain_ranges {
+    const size_t *r;
+    size_t n;
+} plain_ranges;
+
+static int in_plain(const plain_ranges *p, size_t at, size_t len) {
+    for (size_t i = 0; p && i < p->n; i++)
+        if (at < p->r[2 * i] + p->r[2 * i + 1] && p->r[2 * i] < at + len) return 1;
+    return 0;
+}
+
 /* Splits the text fragments of *cur around every occurrence of token id (longer special
  * tokens are applied first by the caller). Spaces next to a match are dropped when the token
- * has LSTRIP / RSTRIP. */
-static int split_on_token(const st_tokenizer *t, const char *text, int32_t id, fragvec *cur,
-                          fragvec *next) {
+ * has LSTRIP / RSTRIP. A control token that overlaps a plain range stays text. */
+static int split_on_token(const st_tokenizer *t, const char *text, int32_t id, const plain_ranges *plain,
+                          fragvec *cur, fragvec *next) {
     const char *tok = st_tok_str(t, id);
     size_t tl = t->text_len[id];
     uint32_t a = t->attr[id];
+    int guarded = (a & (ST_TOKEN_ATTR_CONTROL | ST_TOKEN_ATTR_UNKNOWN)) != 0;
     next->n = 0;
     for (size_t i = 0; i < cur->n; i++) {
         frag f = cur->v[i];
@@ -433,11 +446,15 @@ static int split_on_token(const st_tokenizer *t, const char *text, int32_t id, f
             if (push_frag(next, f.off, f.len, f.id)) return -1;
             continue;
         }
-        size_t pos = f.off, end = f.off + f.len;
+        size_t pos = f.off, end = f.off + f.len, from = pos;
         for (;;) {
-            const char *m = find_bytes(text + pos, end - pos, tok, tl);
+            const char *m = find_bytes(text + from, end - from, tok, tl);
             if (!m) break;
             size_t at = (size_t)(m - text), left = at - pos;
+            if (guarded && in_plain(plain, at, tl)) {
+                from = at + 1;
+                continue;
+            }
             if (a & ST_TOKEN_ATTR_LSTRIP)
                 while (left > 0 && is_c_space(text[pos + left - 1])) left--;
             if (left > 0 && push_frag(next, pos, left, -1)) return -1;
@@ -445,6 +462,7 @@ static int split_on_token(const st_tokenizer *t, const char *text, int32_t id, f
             pos = at + tl;
             if (a & ST_TOKEN_ATTR_RSTRIP)
                 while (pos < end && is_c_space(text[pos])) pos++;
+            from = pos;
         }
         if (pos < end && push_frag(next, pos, end - pos, -1)) return -1;
     }
@@ -452,7 +470,7 @@ static int split_on_token(const st_tokenizer *t, const char *text, int32_t id, f
 }
 
 static int partition(const st_tokenizer *t, const char *text, size_t len, bool parse_special,
-                     fragvec *cur) {
+                     const plain_ranges *plain, fragvec *cur) {
     fragvec next = {0};
     cur->n = 0;
     if (push_frag(cur, 0, len, -1)) return -1;
@@ -461,7 +479,7 @@ static int partition(const st_tokenizer *t, const char *text, size_t len, bool p
         if (!parse_special && (t->attr[id] & (ST_TOKEN_ATTR_CONTROL | ST_TOKEN_ATTR_UNKNOWN))) continue;
         /* cheap reject: absent from the whole text */
         if (!find_bytes(text, len, st_tok_str(t, id), t->text_len[id])) continue;
-        if (split_on_token(t, text, id, cur, &next) != 0) {
+        if (split_on_token(t, text, id, plain, cur, &next) != 0) {
             free(next.v);
             return -1;
         }
@@ -476,12 +494,12 @@ static int partition(const st_tokenizer *t, const char *text, size_t len, bool p
 /* ---- entry points ------------------------------------------------------------------------- */
 
 static int encode_all(const st_tokenizer *t, const char *text, size_t len, bool add_special,
-                      bool parse_special, idvec *out) {
+                      bool parse_special, const plain_ranges *plain, idvec *out) {
     fragvec frags = {0};
     work w = {0};
     st_pretok_words words = {0};
     if (len > ST_TOKENIZER_MAX_TEXT) return -1; /* symbol offsets are 32-bit */
-    if (len > 0 && partition(t, text, len, parse_special, &frags) != 0) out->oom = 1;
+    if (len > 0 && partition(t, text, len, parse_special, plain, &frags) != 0) out->oom = 1;
     if (add_special && t->add_bos) push_id(out, t->bos);
     bool prev_special = true; /* SPM: a space prefix goes at the start and after specials */
     for (size_t i = 0; i < frags.n && !out->oom; i++) {
@@ -508,11 +526,11 @@ static int encode_all(const st_tokenizer *t, const char *text, size_t len, bool 
     return out->oom ? -1 : 0;
 }
 
-int64_t st_tokenizer_encode_alloc(const st_tokenizer *t, const char *text, size_t len,
-                                  bool add_special, bool parse_special, int32_t **out) {
+static int64_t encode_alloc(const st_tokenizer *t, const char *text, size_t len, bool add_special,
+                            bool parse_special, const plain_ranges *plain, int32_t **out) {
     idvec o = {0};
     *out = NULL;
-    if (encode_all(t, text, len, add_special, parse_special, &o) != 0) {
+    if (encode_all(t, text, len, add_special, parse_special, plain, &o) != 0) {
         free(o.v);
         return -1;
     }
@@ -522,6 +540,17 @@ int64_t st_tokenizer_encode_alloc(const st_tokenizer *t, const char *text, size_
     }
     *out = o.v;
     return (int64_t)o.n;
+}
+
+int64_t st_tokenizer_encode_alloc(const st_tokenizer *t, const char *text, size_t len,
+                                  bool add_special, bool parse_special, int32_t **out) {
+    return encode_alloc(t, text, len, add_special, parse_special, NULL, out);
+}
+
+int64_t st_tokenizer_encode_plain_ranges(const st_tokenizer *t, const char *text, size_t len, bool add_special,
+                                         const size_t *ranges, size_t n_ranges, int32_t **out) {
+    plain_ranges p = {ranges, n_ranges};
+    return encode_alloc(t, text, len, add_special, true, &p, out);
 }
 
 int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, size_t len, bool add_special,

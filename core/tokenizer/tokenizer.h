@@ -106,6 +106,13 @@ int64_t st_tokenizer_encode(const st_tokenizer *t, const char *text, size_t len,
 int64_t st_tokenizer_encode_alloc(const st_tokenizer *t, const char *text, size_t len,
                                   bool add_special, bool parse_special, int32_t **out);
 
+/* st_tokenizer_encode_alloc with parse_special, except that a control token written inside one
+ * of the byte ranges (pairs start, len in ranges[2 * n_ranges]) is encoded as the text it is:
+ * a chat prompt's template markers become special tokens, the same characters typed in a
+ * message's content do not. */
+int64_t st_tokenizer_encode_plain_ranges(const st_tokenizer *t, const char *text, size_t len, bool add_special,
+                                         const size_t *ranges, size_t n_ranges, int32_t **out);
+
 /* The bytes a token stands for, as generation would print them. Control and unknown tokens
  * give "" unless special is true (then their text). Copies min(piece, cap) bytes into buf
  * and returns the piece's full length, or -1 for an id out of range. No NUL is added. */

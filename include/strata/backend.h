@@ -33,7 +33,8 @@ extern "C" {
 #endif
 
 #define ST_ABI_MAJOR 1u
-#define ST_ABI_MINOR 1u /* 1: fused ops ATTN_PREP, MOE_GATE_UP, MOE_DOWN appended */
+#define ST_ABI_MINOR 2u /* 1: fused ops ATTN_PREP, MOE_GATE_UP, MOE_DOWN appended;
+                          2: ATTENTION_EX (sinks, sliding window), SWIGLU_OAI appended */
 
 #define ST_BACKEND_ENTRY_SYMBOL "st_backend_entry"
 #define ST_BACKEND_SCORE_SYMBOL "st_backend_score"
@@ -86,6 +87,7 @@ typedef enum st_type {
     ST_TYPE_I32 = 26,
     ST_TYPE_IQ4_XS = 23,
     ST_TYPE_BF16 = 30,
+    ST_TYPE_MXFP4 = 39, /* ABI 1.2: 32 E2M1 values and one E8M0 scale per 17-byte block (gpt-oss) */
     ST_TYPE_COUNT = 40 /* upper bound for tables indexed by type; not a type */
 } st_type;
 
@@ -111,7 +113,10 @@ typedef enum st_op_id {
     ST_OP_ATTN_PREP = 16,  /* per-head Q/K norm + rope of Q and K + K/V cache write */
     ST_OP_MOE_GATE_UP = 17, /* silu(W_gate . x) * (W_up . x) per expert assignment */
     ST_OP_MOE_DOWN = 18,   /* W_down . x per assignment, weighted and summed per token */
-    ST_OP_COUNT = 19       /* number of op ids this header knows; not an op */
+    /* ABI 1.2 */
+    ST_OP_ATTENTION_EX = 19, /* ATTENTION with per-head sinks and a sliding window (gpt-oss) */
+    ST_OP_SWIGLU_OAI = 20, /* clamped SwiGLU: min(g, l) sigmoid(a min(g, l)) (clamp(u, -l, l) + 1) */
+    ST_OP_COUNT = 21       /* number of op ids this header knows; not an op */
 } st_op_id;
 
 /* Lower-case name of an op id ("moe_gate_up"), "op" for an unknown id. Static storage. */
@@ -119,7 +124,7 @@ static inline const char *st_op_name(uint32_t op) {
     static const char *const names[ST_OP_COUNT] = {
         "get_rows", "rms_norm", "matmul", "rope", "kv_write", "attention", "swiglu", "router", "moe_matmul",
         "moe_combine", "add", "scale", "convert", "mul_rows", "argmax", "topk", "attn_prep", "moe_gate_up",
-        "moe_down"};
+        "moe_down", "attention_ex", "swiglu_oai"};
     return op < ST_OP_COUNT ? names[op] : "op";
 }
 
@@ -400,6 +405,29 @@ typedef struct st_moe_down_args {
     int32_t reserved;
 } st_moe_down_args;
 
+/* ABI 1.2. ATTENTION over `base` (its every field as there), except that token i sees only
+ * the positions p with kv_len[i] - window <= p < kv_len[i] (window 0: all of them), and each
+ * head's softmax has one more term, exp(sinks[h]), that takes weight and adds no value
+ * (sinks NULL: none). */
+typedef struct st_attention_ex_args {
+    uint32_t size;
+    int32_t window;             /* sliding window in positions, 0 = none */
+    st_attention_args base;
+    const float *sinks;         /* device address, [n_head] F32 logits, or NULL */
+} st_attention_ex_args;
+
+/* ABI 1.2. gpt-oss's clamped SwiGLU, per element: x = min(gate, limit),
+ * y = clamp(up, -limit, limit), out = x sigmoid(alpha x) (y + 1). */
+typedef struct st_swiglu_oai_args {
+    uint32_t size;
+    float alpha;    /* 1.702 for gpt-oss */
+    float limit;    /* 7 for gpt-oss */
+    uint32_t reserved;
+    st_tensor gate; /* [n][F] */
+    st_tensor up;   /* [n][F] */
+    st_tensor out;  /* [n][F]; may alias either */
+} st_swiglu_oai_args;
+
 /* One slot per op id, in op-id order. NULL = op absent on this module. */
 typedef struct st_backend_ops {
     uint32_t size;
@@ -424,6 +452,9 @@ typedef struct st_backend_ops {
     st_status (*attn_prep)(st_stream *s, const st_attn_prep_args *a);
     st_status (*moe_gate_up)(st_stream *s, const st_moe_gate_up_args *a);
     st_status (*moe_down)(st_stream *s, const st_moe_down_args *a);
+    /* ABI 1.2 (read only when `size` covers them) */
+    st_status (*attention_ex)(st_stream *s, const st_attention_ex_args *a);
+    st_status (*swiglu_oai)(st_stream *s, const st_swiglu_oai_args *a);
 } st_backend_ops;
 
 /* ---- the module's table ------------------------------------------------------------ */

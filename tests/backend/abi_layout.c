@@ -1,5 +1,6 @@
 /* Pins the layout of every public struct of include/strata/backend.h on LP64: the size of
- * each struct and the offset and size of each field, as ABI 1.1 defines them (1.1 appended the fused ops). Modules built
+ * each struct and the offset and size of each field, as ABI 1.2 defines them (1.1 appended the fused ops;
+ * 1.2 ATTENTION_EX and SWIGLU_OAI). Modules built
  * against an older header must keep working, so any change here must be an append at a
  * struct's end with an ABI minor bump (then extend the table), never a move. Also pins the
  * fixed numbers: status codes, type ids, op ids, capability bits, entry symbol names. */
@@ -200,7 +201,20 @@ static const layout_row k_expected[] = {
     {"st_moe_down_args", "weights", 344, 8},
     {"st_moe_down_args", "accumulate", 352, 4},
     {"st_moe_down_args", "reserved", 356, 4},
-    {"st_backend_ops", NULL, 0, 160},
+    {"st_attention_ex_args", NULL, 0, 384},
+    {"st_attention_ex_args", "size", 0, 4},
+    {"st_attention_ex_args", "window", 4, 4},
+    {"st_attention_ex_args", "base", 8, 368},
+    {"st_attention_ex_args", "sinks", 376, 8},
+    {"st_swiglu_oai_args", NULL, 0, 256},
+    {"st_swiglu_oai_args", "size", 0, 4},
+    {"st_swiglu_oai_args", "alpha", 4, 4},
+    {"st_swiglu_oai_args", "limit", 8, 4},
+    {"st_swiglu_oai_args", "reserved", 12, 4},
+    {"st_swiglu_oai_args", "gate", 16, 80},
+    {"st_swiglu_oai_args", "up", 96, 80},
+    {"st_swiglu_oai_args", "out", 176, 80},
+    {"st_backend_ops", NULL, 0, 176},
     {"st_backend_ops", "size", 0, 4},
     {"st_backend_ops", "reserved", 4, 4},
     {"st_backend_ops", "get_rows", 8, 8},
@@ -222,6 +236,8 @@ static const layout_row k_expected[] = {
     {"st_backend_ops", "attn_prep", 136, 8},
     {"st_backend_ops", "moe_gate_up", 144, 8},
     {"st_backend_ops", "moe_down", 152, 8},
+    {"st_backend_ops", "attention_ex", 160, 8},
+    {"st_backend_ops", "swiglu_oai", 168, 8},
     {"st_backend_api", NULL, 0, 288},
     {"st_backend_api", "size", 0, 4},
     {"st_backend_api", "abi_major", 4, 4},
@@ -450,6 +466,19 @@ static const layout_row k_actual[] = {
     F(st_moe_down_args, weights),
     F(st_moe_down_args, accumulate),
     F(st_moe_down_args, reserved),
+    S(st_attention_ex_args),
+    F(st_attention_ex_args, size),
+    F(st_attention_ex_args, window),
+    F(st_attention_ex_args, base),
+    F(st_attention_ex_args, sinks),
+    S(st_swiglu_oai_args),
+    F(st_swiglu_oai_args, size),
+    F(st_swiglu_oai_args, alpha),
+    F(st_swiglu_oai_args, limit),
+    F(st_swiglu_oai_args, reserved),
+    F(st_swiglu_oai_args, gate),
+    F(st_swiglu_oai_args, up),
+    F(st_swiglu_oai_args, out),
     S(st_backend_ops),
     F(st_backend_ops, size),
     F(st_backend_ops, reserved),
@@ -472,6 +501,8 @@ static const layout_row k_actual[] = {
     F(st_backend_ops, attn_prep),
     F(st_backend_ops, moe_gate_up),
     F(st_backend_ops, moe_down),
+    F(st_backend_ops, attention_ex),
+    F(st_backend_ops, swiglu_oai),
     S(st_backend_api),
     F(st_backend_api, size),
     F(st_backend_api, abi_major),
@@ -576,7 +607,8 @@ int main(void) {
                                      ST_OP_KV_WRITE, 4, ST_OP_ATTENTION, 5, ST_OP_SWIGLU, 6, ST_OP_ROUTER, 7,
                                      ST_OP_MOE_MATMUL, 8, ST_OP_MOE_COMBINE, 9, ST_OP_ADD, 10, ST_OP_SCALE, 11,
                                      ST_OP_CONVERT, 12, ST_OP_MUL_ROWS, 13, ST_OP_ARGMAX, 14, ST_OP_TOPK, 15,
-                                     ST_OP_ATTN_PREP, 16, ST_OP_MOE_GATE_UP, 17, ST_OP_MOE_DOWN, 18};
+                                     ST_OP_ATTN_PREP, 16, ST_OP_MOE_GATE_UP, 17, ST_OP_MOE_DOWN, 18,
+                                     ST_OP_ATTENTION_EX, 19, ST_OP_SWIGLU_OAI, 20};
     for (size_t i = 0; i < sizeof op_pinned / sizeof op_pinned[0]; i += 2)
         CHECK_EQ("op id", op_pinned[i], op_pinned[i + 1]);
     /* the ops table has one slot per op id, in op-id order */
@@ -584,6 +616,9 @@ int main(void) {
              offsetof(st_backend_ops, topk));
     CHECK_EQ("ops slot of ST_OP_MOE_DOWN", offsetof(st_backend_ops, get_rows) + ST_OP_MOE_DOWN * sizeof(void (*)(void)),
              offsetof(st_backend_ops, moe_down));
+    CHECK_EQ("ops slot of ST_OP_SWIGLU_OAI",
+             offsetof(st_backend_ops, get_rows) + ST_OP_SWIGLU_OAI * sizeof(void (*)(void)),
+             offsetof(st_backend_ops, swiglu_oai));
     static const unsigned long long cap_pinned[] = {ST_CAP_F16, 1, ST_CAP_BF16, 2, ST_CAP_PEER, 4,
                                                      ST_CAP_HOST_REGISTER, 8, ST_CAP_GRAPHS, 16, ST_CAP_UNIFIED, 32,
                                                      ST_CAP_ASYNC, 64};

@@ -183,6 +183,11 @@ static void test_matmul(void) {
     }
     /* a large-ish prefill shape to cross chunk boundaries with several threads */
     matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
+    /* rows a multiple of 8: the repacked (x8 group) path, decode and prefill sizes */
+    for (int64_t n = 1; n <= 21; n += 4) {
+        matmul_case(ST_TYPE_Q4_0, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
+        matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
+    }
     matmul_case(ST_TYPE_Q8_0, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
     /* shape errors are refused with a text */
     float x[64], o[8];

@@ -145,6 +145,9 @@ static void case_policies(int skewed, int64_t slots) {
     CHECK(def <= stat2 * 1.001, "%s routing, %lld slots: the default policy is modelled slower than the static split "
           "(%.3f > %.3f ms per token)", skewed ? "skewed" : "balanced", (long long)slots, def * 1e3, stat2 * 1e3);
     if (!skewed)
+        CHECK((double)td.admissions / STEPS < 2.0, "balanced routing: the default admitted %.2f experts per token "
+              "(trading equals; each a copy and a search the cost model does not charge)", (double)td.admissions / STEPS);
+    if (!skewed)
         CHECK(lru > stat2, "balanced routing: admitting every miss should lose to the static split (%.3f <= %.3f)",
               lru * 1e3, stat2 * 1e3);
     else

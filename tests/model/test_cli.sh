@@ -78,6 +78,24 @@ check "bench reports bytes per token" grep -q '"experts":[1-9]' "$T/b.json"
 "$STRATA" bench -m "$M" -p 16 -n 4 -r 1 --parallel 3 --json --threads 1 >"$T/bp.json"
 check "bench --parallel" grep -q '"parallel":3,.*"decode_tok_s":[0-9]' "$T/bp.json"
 
+# the new families (F32: the CPU module computes misses as exactly as the sim computes hits)
+# on a simulated GPU: every expert resident, an expert cache of 4 slots (misses
+# on the CPU module) and the static split all give the same greedy text (leading dense layers,
+# shared experts, selection biases through the offload path); gpt-oss's expert biases are
+# refused by offload, by name
+for a in deepseek2 glm4moe; do
+  check "$a: gen-model" "$STRATA" gen-model --arch $a --preset demo --type f32 --out "$T/$a.gguf" --seed 5
+  "$STRATA" run -m "$T/$a.gguf" -p "hello" -n 16 --temp 0 --backend sim >"$T/$a.g0.txt" 2>/dev/null
+  "$STRATA" run -m "$T/$a.gguf" -p "hello" -n 16 --temp 0 --backend sim --expert-cache 4 >"$T/$a.g1.txt" 2>/dev/null
+  "$STRATA" run -m "$T/$a.gguf" -p "hello" -n 16 --temp 0 --backend sim --n-cpu-moe 2 >"$T/$a.g2.txt" 2>/dev/null
+  check "$a: greedy text not empty" test -s "$T/$a.g0.txt"
+  check "$a: expert cache gives the resident greedy text" cmp -s "$T/$a.g0.txt" "$T/$a.g1.txt"
+  check "$a: --n-cpu-moe 2 gives the resident greedy text" cmp -s "$T/$a.g0.txt" "$T/$a.g2.txt"
+done
+check "gpt-oss: gen-model" "$STRATA" gen-model --arch gpt-oss --preset demo --type q8_0 --out "$T/oss.gguf"
+check "gpt-oss: offload refused by name" bash -c "! '$STRATA' run -m '$T/oss.gguf' -p x -n 2 --backend sim --expert-cache 4 2>'$T/e.txt' && grep -q 'expert biases' '$T/e.txt'"
+check "gguf --check of a generated model" bash -c "'$STRATA' gguf --check '$T/oss.gguf' | grep -q 'verdict: Strata loads'"
+
 check "refusal: unsupported arch" bash -c "! '$STRATA' gen-model --arch mamba --out '$T/x.gguf' 2>'$T/e.txt' && grep -q mamba '$T/e.txt'"
 check "refusal: a missing model" bash -c "! '$STRATA' run -m '$T/none.gguf' -p x 2>/dev/null"
 exit $fail

@@ -2,6 +2,7 @@
  * written byte by byte from the format's description (restated here independently of the
  * library), and a few elements are also checked against values computed by hand. */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "quant/quant.h"
@@ -326,7 +327,34 @@ static void test_iq4_xs(void) {
     for (int j = 96; j < 128; j++) ST_CHECK(out[j] == 0.0f);
 }
 
+/* MXFP4: levels are E2M1 doubled, the E8M0 scale halved: e = 128 gives the doubled levels
+ * themselves, e = 127 the E2M1 values (0.5 1 1.5 2 3 4 6), e = 0 and 1 subnormal scales. */
+static void test_mxfp4(void) {
+    static const int8_t lv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    for (int i = 0; i < 16; i++) ST_CHECK(st_mxfp4_values[i] == lv[i]);
+    ST_CHECK(sizeof(st_block_mxfp4) == 17);
+    st_block_mxfp4 b;
+    b.e = 128;
+    for (int j = 0; j < 16; j++) b.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+    dequant(ST_TYPE_MXFP4, &b, 32);
+    ST_CHECK(out[7] == 12.0f && out[16] == -12.0f && out[15] == -12.0f && out[31] == 0.0f);
+    b.e = 127;
+    dequant(ST_TYPE_MXFP4, &b, 32);
+    ST_CHECK(out[1] == 0.5f && out[5] == 3.0f && out[7] == 6.0f && out[22] == -0.5f && out[20] == -1.5f);
+    ST_CHECK(st_e8m0_half_to_f32(0) == ldexpf(1.0f, -128) && st_e8m0_half_to_f32(1) == ldexpf(1.0f, -127));
+    ST_CHECK(st_e8m0_half_to_f32(254) == ldexpf(1.0f, 126));
+    /* quantizing the E2M1 values at scale 2^-1 gives them back exactly */
+    float x[32];
+    for (int j = 0; j < 32; j++) x[j] = 0.5f * (float)lv[j % 16] * (j < 16 ? 1.0f : -1.0f);
+    st_block_mxfp4 q;
+    ST_CHECK(st_quantize_row(ST_TYPE_MXFP4, x, &q, 32) == 0);
+    ST_CHECK(q.e == 127);
+    dequant(ST_TYPE_MXFP4, &q, 32);
+    ST_CHECK(count_mismatch(x, 32) == 0);
+}
+
 int main(void) {
+    test_mxfp4();
     test_q8_0();
     test_q8_1();
     test_q4_0();

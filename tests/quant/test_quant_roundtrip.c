@@ -32,7 +32,7 @@ static const struct bound g_bounds[] = {
     {ST_TYPE_Q8_1, 0.008},   {ST_TYPE_Q8_K, 0.008},   {ST_TYPE_Q6_K, 0.03},   {ST_TYPE_Q5_0, 0.06},
     {ST_TYPE_Q5_1, 0.06},    {ST_TYPE_Q5_K, 0.05},    {ST_TYPE_Q4_0, 0.12},   {ST_TYPE_Q4_1, 0.11},
     {ST_TYPE_Q4_K, 0.10},    {ST_TYPE_IQ4_NL, 0.11},  {ST_TYPE_IQ4_XS, 0.11}, {ST_TYPE_Q3_K, 0.22},
-    {ST_TYPE_Q2_K, 0.40},
+    {ST_TYPE_Q2_K, 0.40},    {ST_TYPE_MXFP4, 0.16},
 };
 
 static double rel_rms(const float *a, const float *b, int n) {

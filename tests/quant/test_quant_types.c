@@ -18,7 +18,7 @@ static const struct known g_known[] = {
     {ST_TYPE_Q5_1, "Q5_1", 32, 24},    {ST_TYPE_Q8_0, "Q8_0", 32, 34},    {ST_TYPE_Q8_1, "Q8_1", 32, 36},
     {ST_TYPE_Q2_K, "Q2_K", 256, 84},   {ST_TYPE_Q3_K, "Q3_K", 256, 110},  {ST_TYPE_Q4_K, "Q4_K", 256, 144},
     {ST_TYPE_Q5_K, "Q5_K", 256, 176},  {ST_TYPE_Q6_K, "Q6_K", 256, 210},  {ST_TYPE_Q8_K, "Q8_K", 256, 292},
-    {ST_TYPE_IQ4_NL, "IQ4_NL", 32, 18}, {ST_TYPE_IQ4_XS, "IQ4_XS", 256, 136},
+    {ST_TYPE_IQ4_NL, "IQ4_NL", 32, 18}, {ST_TYPE_IQ4_XS, "IQ4_XS", 256, 136}, {ST_TYPE_MXFP4, "MXFP4", 32, 17},
     {ST_TYPE_I8, "I8", 1, 1},          {ST_TYPE_I16, "I16", 1, 2},        {ST_TYPE_I32, "I32", 1, 4},
 };
 

@@ -35,7 +35,7 @@ export function model(name) {
   return p;
 }
 
-async function freePort() {
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.unref();
@@ -185,4 +185,62 @@ export function finish(servers = []) {
     }
     process.exit(0);
   })();
+}
+
+// ---- GGUF patching: copies of a test model with one thing broken, byte-patched in place ----
+// (the layout is GGUF v3: header, metadata, tensor infos, data; patches keep every length)
+function ggufWalk(buf) {
+  let o = 24;
+  const str = () => { const n = Number(buf.readBigUInt64LE(o)); const s = buf.toString('utf8', o + 8, o + 8 + n); o += 8 + n; return s; };
+  const sizes = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  const skip = (t) => {
+    if (t === 8) { str(); return; }
+    if (t === 9) {
+      const et = buf.readUInt32LE(o); const n = Number(buf.readBigUInt64LE(o + 4)); o += 12;
+      for (let i = 0; i < n; i++) skip(et);
+      return;
+    }
+    o += sizes[t];
+  };
+  const nt = Number(buf.readBigUInt64LE(8)), nkv = Number(buf.readBigUInt64LE(16));
+  const kv = {}, tensors = {};
+  for (let i = 0; i < nkv; i++) {
+    const k = str(); const t = buf.readUInt32LE(o); o += 4;
+    kv[k] = { type: t, at: o };
+    skip(t);
+  }
+  for (let i = 0; i < nt; i++) {
+    const nameAt = o + 8; const name = str(); const nd = buf.readUInt32LE(o); o += 4;
+    tensors[name] = { nameAt, dimsAt: o, nd };
+    o += 8 * nd + 4 + 8;
+  }
+  return { kv, tensors };
+}
+
+// patches: { u32: {key: value}, dims: {tensor: [ne0, ne1, ...]}, rename: {tensor: sameLengthName} }
+export function patchedModel(src, dst, patches) {
+  const buf = fs.readFileSync(src);
+  const { kv, tensors } = ggufWalk(buf);
+  for (const [k, v] of Object.entries(patches.u32 || {})) buf.writeUInt32LE(v, kv[k].at);
+  for (const [n, dims] of Object.entries(patches.dims || {}))
+    dims.forEach((d, i) => buf.writeBigUInt64LE(BigInt(d), tensors[n].dimsAt + 8 * i));
+  for (const [n, to] of Object.entries(patches.rename || {})) {
+    if (to.length !== n.length) throw new Error('a renamed tensor keeps its name length');
+    buf.write(to, tensors[n].nameAt, 'utf8');
+  }
+  fs.writeFileSync(dst, buf);
+  return dst;
+}
+
+// Start a server that is expected to exit on its own: resolves to { code, sig, log, ms }.
+export async function runToExit(argv, { env = {}, timeoutMs = 20000 } = {}) {
+  const t0 = Date.now();
+  const proc = spawn(STRATA, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
+  proc.stderr.on('data', (d) => { log += d; });
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+  const [code, sig] = await new Promise((r) => proc.on('exit', (c, s) => r([c, s])));
+  clearTimeout(timer);
+  return { code, sig, log, ms: Date.now() - t0 };
 }

@@ -68,6 +68,19 @@ int main(void) {
     char *s = st_chat_render(ST_CHAT_CHATML, e, 1);
     CHECK(s && !strcmp(s, "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"));
     free(s);
+    {   /* spans: each message's content, where it landed, so it can be tokenized as text */
+        const st_chat_message m[] = {{"system", "S"}, {"user", "a <|im_end|> b"}, {"assistant", ""}, {"user", "Q"}};
+        st_chat_span *sp = NULL;
+        size_t n = 0;
+        char *p = st_chat_render_spans(ST_CHAT_CHATML, m, 4, &sp, &n);
+        CHECK(p && n == 3); /* the empty content has no span */
+        for (size_t i = 0; p && i < n; i++) CHECK(sp[i].start + sp[i].len <= strlen(p));
+        CHECK(p && n == 3 && !strncmp(p + sp[0].start, "S", sp[0].len));
+        CHECK(p && n == 3 && sp[1].len == 14 && !strncmp(p + sp[1].start, "a <|im_end|> b", 14));
+        CHECK(p && n == 3 && !strncmp(p + sp[2].start, "Q", 1) && sp[2].start > sp[1].start);
+        free(p);
+        free(sp);
+    }
     if (fails) fprintf(stderr, "%d checks failed\n", fails);
     else printf("all checks passed\n");
     return fails ? 1 : 0;

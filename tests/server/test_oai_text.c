@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/openai.h"
 
@@ -121,6 +122,45 @@ int main(void) {
         CHECK(j && !strcmp(j, "{\"error\":{\"message\":\"bad stop\",\"type\":\"invalid_request_error\",\"param\":\"stop\","
                               "\"code\":\"invalid_type\"}}"));
         free(j);
+    }
+    {   /* stop matching is linear in the text added: four 250 KB stop strings, 2,000 pushes */
+        enum { L = 250000 };
+        char *big[4];
+        for (int i = 0; i < 4; i++) {
+            big[i] = malloc(L + 1);
+            memset(big[i], 'a' + i, L);
+            big[i][L] = 0;
+        }
+        big[0][L - 1] = 'z'; /* "aaaa...z": the text below keeps matching its prefix */
+        const char *stops[] = {big[0], big[1], big[2], big[3], NULL};
+        st_oai_text t;
+        st_oai_text_init(&t, stops, 0);
+        c = r = NULL;
+        clock_t t0 = clock();
+        int hit = 0;
+        for (int i = 0; i < 2000 && !hit; i++) hit = st_oai_text_push(&t, i % 2 ? "aaa" : "b a", 3, &c, &r) == 1;
+        double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        CHECK(!hit);
+        CHECK(secs < 0.2); /* was 1.35 s */
+        st_oai_text_finish(&t, &c, &r);
+        CHECK(c && strlen(c) == 6000);
+        st_oai_text_free(&t);
+        free(c);
+        for (int i = 0; i < 4; i++) free(big[i]);
+    }
+    {   /* the stop that completes first wins; a stop in text shorter than "<think>" is found */
+        const char *stops[] = {"abcd", "bc", NULL};
+        const char *p[] = {"xabcdy", NULL};
+        CHECK(run(stops, 0, p, &c, &r) == 0);
+        CHECK(!strcmp(s0(c), "xa"));
+        free(c);
+        free(r);
+        const char *stops2[] = {"Q", NULL};
+        const char *p2[] = {"ab", "Qcd", NULL};
+        run(stops2, 1, p2, &c, &r);
+        CHECK(!strcmp(s0(c), "ab"));
+        free(c);
+        free(r);
     }
     {   /* parsing: trailing data, depth, max_completion_tokens over max_tokens */
         st_oai_request q;

@@ -1,0 +1,46 @@
+/* Shared by the HTTP connection layer (http.c) and the generation endpoints (http_gen.c). */
+#ifndef STRATA_HTTP_INTERNAL_H
+#define STRATA_HTTP_INTERNAL_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "server/front.h"
+#include "server/openai.h"
+
+typedef struct gen gen;
+
+/* Per request on a connection (libmicrohttpd's con_cls). */
+typedef struct conn_state {
+    int route;
+    int http10;        /* the request is HTTP/1.0 */
+    char *body;        /* the request body so far (counted in the server's buffered bytes) */
+    size_t n, cap;
+    int too_big;       /* the body passed --max-body: the rest is read and dropped */
+    int over_cap;      /* the server's buffered bytes passed --max-buffered: likewise */
+    gen *g;            /* a generation that waits for its answer (owned until a stream takes it) */
+    int responses;     /* /v1/responses: the body was translated to a chat request (server/agent_responses.c) */
+    char url[24];      /* the utility routes of server/agent_routes.c */
+} conn_state;
+
+/* Answers (the header pair may be NULL). */
+enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *type, const char *body,
+                             const char *hname, const char *hval);
+enum MHD_Result st_http_send_error(struct MHD_Connection *c, const st_oai_error *e);
+enum MHD_Result st_http_fail(struct MHD_Connection *c, int status, const char *type, const char *code,
+                             const char *param, const char *msg);
+/* "Keep-Alive: timeout=S": when the server closes an idle connection (clients stop reusing it
+ * before that). */
+void st_http_keep_alive_header(struct MHD_Response *r);
+/* Frees the body and gives its bytes back to the server's budget. */
+void st_http_body_release(conn_state *cs);
+
+/* A generation request whose body is complete: parses it, submits it, and answers or suspends
+ * the connection until the request has news. */
+enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int chat);
+/* The connection of cs->g was resumed: answer, start the stream, or suspend again. */
+enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn_state *cs);
+/* Ends a generation that never answered (its client went away): cancels and frees it. */
+void st_http_gen_free(gen *g);
+
+#endif
