@@ -12,6 +12,7 @@
  *    held at once (a body past it is dropped and answered 503);
  *  - the API key is checked on the headers, before any body byte is kept. */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESP, R_AGEN
 static st_front *g_front;
 /* Bytes of request bodies held now, all connections together. */
 static atomic_size_t g_buffered;
+/* Connections that ended because their client went away (the library's messages about them). */
+static atomic_ulong g_client_closures;
 
 void st_http_keep_alive_header(struct MHD_Response *r) {
     if (!g_front) return;
@@ -274,8 +277,11 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_http_connections gauge\nstrata_http_connections %d\n"
              "# HELP strata_http_connections_cut_total connections closed for missing their header deadline\n"
              "# TYPE strata_http_connections_cut_total counter\nstrata_http_connections_cut_total %llu\n"
-             "# TYPE strata_http_buffered_bytes gauge\nstrata_http_buffered_bytes %zu\n",
-             g_n_conns, (unsigned long long)g_cut_total, (size_t)atomic_load(&g_buffered));
+             "# TYPE strata_http_buffered_bytes gauge\nstrata_http_buffered_bytes %zu\n"
+             "# HELP strata_http_client_closures_total connections that ended because their client went away\n"
+             "# TYPE strata_http_client_closures_total counter\nstrata_http_client_closures_total %lu\n",
+             g_n_conns, (unsigned long long)g_cut_total, (size_t)atomic_load(&g_buffered),
+             (unsigned long)atomic_load(&g_client_closures));
     pthread_mutex_unlock(&g_conn_mu);
     /* the engine's memory plan and expert cache lines, as it sent them */
     pthread_mutex_lock(&f->mu);
@@ -448,6 +454,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     track_waiting(c, 1); /* keep-alive: the next request's headers have a deadline */
 }
 
+/* The library's messages: those about clients that went away (a cancelled stream, a closed
+ * socket) are counted in /metrics, not printed; the rest get the server's prefix. */
+static void http_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    static const char *const benign[] = {"Closing connection (application error", "Connection socket is closed when reading",
+                                         "forcibly closed by remote peer", "closed by remote side", "Connection reset"};
+    for (size_t i = 0; i < sizeof benign / sizeof benign[0]; i++)
+        if (strstr(line, benign[i])) {
+            atomic_fetch_add(&g_client_closures, 1);
+            return;
+        }
+    size_t l = strcspn(line, "\n");
+    fprintf(stderr, "strata serve: http: %.*s\n", (int)l, line);
+}
+
 /* Connections need file descriptors: the soft limit goes up to the hard one. */
 static int fit_fd_limit(st_front *f) {
     struct rlimit rl;
@@ -480,7 +503,8 @@ void *st_http_start(st_front *f) {
     unsigned limit = (unsigned)fit_fd_limit(f);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-        (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)f->cfg.max_conn_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(f->cfg.body_timeout + 0.5),
