@@ -25,7 +25,7 @@ typedef struct st_agent_req {
     float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
-    int n;                  /* choices: 1 (n > 1 is refused for now) */
+    int n;                  /* choices (1..ST_AGENT_MAX_N; more than 1 only without streaming) */
     char *tools_json;       /* the tools (owned) when tool_choice asks for a call */
     int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
@@ -98,7 +98,12 @@ int st_tool_syntax_of_template(const char *jinja);
  * turned into a grammar (400). */
 int st_agent_force_tools(st_agent_req *a, int syntax, struct st_oai_error *err);
 
-/* ---- echo (server/agent_choices.c) ------------------------------------------------------- */
+/* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
+/* The request's n when it asks for several choices without streaming (2..ST_AGENT_MAX_N), else 1. */
+int st_agent_peek_n(const char *body, size_t len);
+/* One response JSON with the choices of json[0..n) (indexes 0..n-1, usage summed over the
+ * completions, the prompt counted once). Malloc'ed; the inputs are not freed. */
+char *st_agent_merge_choices(char *const *json, int n);
 /* completions with echo: choices[0].text = prompt + text (and text_offset moved). New string;
  * the old is freed. */
 char *st_agent_echo(char *json, const char *prompt);

@@ -423,8 +423,15 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_s
         cs->responses = 1;
         return st_http_gen_start(f, c, cs, 1);
     }
-    case R_CHAT: return st_http_gen_start(f, c, cs, 1);
-    case R_CMPL: return st_http_gen_start(f, c, cs, 0);
+    case R_CHAT:
+    case R_CMPL:
+        if ((cs->n_choices = st_agent_peek_n(cs->body ? cs->body : "", cs->n)) > 1) { /* server/agent_choices.c */
+            cs->choices_body = malloc(cs->n + 1);
+            if (!cs->choices_body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+            memcpy(cs->choices_body, cs->body, cs->n);
+            cs->choices_n = cs->n;
+        }
+        return st_http_gen_start(f, c, cs, cs->route == R_CHAT);
     case R_HEALTH: return handle_health(f, c);
     case R_MODELS: return handle_models(f, c);
     default: return handle_metrics(f, c);
@@ -448,6 +455,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (cs) {
         st_http_gen_free(cs->g); /* a client that went away before its answer */
         st_http_body_release(cs);
+        free(cs->choices_body);
+        for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
         free(cs);
     }
     *con_cls = NULL;

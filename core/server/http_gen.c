@@ -52,6 +52,7 @@ struct gen {
     st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
     st_resp_stream *rs; /* /v1/responses streamed: chunks become typed events (server/agent_responses_out.c) */
     int responses;      /* /v1/responses */
+    int choice;         /* n > 1: which choice this generation is */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -335,7 +336,7 @@ static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t
     return n;
 }
 
-static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
+static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *sp) {
     st_sampler_params_default(sp);
     sp->temp = q->temperature;
     sp->top_p = q->top_p;
@@ -345,7 +346,7 @@ static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
     sp->frequency_penalty = q->frequency_penalty;
     sp->repeat_penalty = q->repeat_penalty;
     sp->penalty_last_n = (q->presence_penalty != 0 || q->frequency_penalty != 0 || q->repeat_penalty != 1) ? -1 : 0;
-    sp->seed = q->has_seed ? q->seed : (st_now_ns() ^ 0x5DEECE66Dull);
+    sp->seed = q->has_seed ? q->seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull); /* n > 1: seed + i */
 }
 
 /* Tokenizes and submits; on failure answers and returns -1 (g is freed). */
@@ -370,7 +371,7 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     int32_t max_tokens = g->q.max_tokens > 0 ? g->q.max_tokens : n_ctx - (int32_t)nt;
     if (ready && max_tokens > n_ctx - (int32_t)nt) max_tokens = n_ctx - (int32_t)nt;
     st_sampler_params sp;
-    sampler_of(&g->q, &sp);
+    sampler_of(&g->q, g->choice, &sp);
     int status = 0;
     char msg[600];
     st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
@@ -404,6 +405,7 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
         return st_http_send_error(c, &e);
     }
     g->responses = cs->responses;
+    g->choice = cs->choice;
     if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
         st_http_gen_free(g);
         return st_http_send_error(c, &e);
@@ -532,6 +534,30 @@ static enum MHD_Result start_stream(struct MHD_Connection *c, gen *g) {
     return ok;
 }
 
+/* n > 1 (server/agent_choices.c): the finished choice's answer is kept; the next choice starts
+ * on the same connection (its prompt reuses the KV the previous one left in the prefix cache);
+ * after the last, one answer with every choice. */
+static enum MHD_Result next_choice(st_front *f, struct MHD_Connection *c, conn_state *cs, gen *g) {
+    int chat = g->q.chat;
+    cs->choice_json[cs->choice] = whole_json(g);
+    cs->g = NULL;
+    st_http_gen_free(g);
+    if (!cs->choice_json[cs->choice]) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    if (++cs->choice < cs->n_choices) {
+        cs->body = malloc(cs->choices_n + 1); /* cap 0: not counted, the release only frees it */
+        if (!cs->body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(cs->body, cs->choices_body, cs->choices_n);
+        cs->body[cs->choices_n] = 0;
+        cs->n = cs->choices_n;
+        return st_http_gen_start(f, c, cs, chat);
+    }
+    char *merged = st_agent_merge_choices(cs->choice_json, cs->n_choices);
+    enum MHD_Result ok = merged ? st_http_send(c, 200, "application/json", merged, NULL, NULL)
+                                : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    free(merged);
+    return ok;
+}
+
 enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn_state *cs) {
     gen *g = cs->g;
     if (g->answered) { /* written by answer_raw: the connection only needs closing */
@@ -554,6 +580,8 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
             cs->g = NULL; /* the stream owns it now */
             g->streaming = 1;
             return start_stream(c, g);
+        } else if (done && cs->n_choices > 1) { /* n > 1: keep this choice, run the next */
+            return next_choice(f, c, cs, g);
         } else if (done) {
             ok = answer_whole(c, g);
         } else if (client_gone(g)) {
