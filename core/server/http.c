@@ -23,9 +23,11 @@
 #include <cjson/cJSON.h>
 
 #include "platform/platform.h"
+#include "server/agent.h"
+#include "server/agent_routes.h"
 #include "server/http_internal.h"
 
-enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS };
+enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESP, R_AGENT };
 
 /* The server this process runs (one per process): for Retry-After. */
 static st_front *g_front;
@@ -44,6 +46,7 @@ void st_http_keep_alive_header(struct MHD_Response *r) {
 enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *type, const char *body,
                              const char *hname, const char *hval) {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    st_agent_cors_headers(c, r); /* --cors (server/agent_routes.c) */
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     if (hname && hval) MHD_add_response_header(r, hname, hval);
@@ -300,6 +303,8 @@ static int route_of(const char *url) {
     if (!strcmp(url, "/health")) return R_HEALTH;
     if (!strcmp(url, "/v1/models")) return R_MODELS;
     if (!strcmp(url, "/metrics")) return R_METRICS;
+    if (!strcmp(url, "/v1/responses")) return R_RESP;
+    if (st_agent_is_route(url)) return R_AGENT; /* /apply-template, /tokenize, ... (server/agent_routes.c) */
     return R_NONE;
 }
 
@@ -312,8 +317,14 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
     *con_cls = cs;
     cs->http10 = version && !strcmp(version, MHD_HTTP_VERSION_1_0);
     track_waiting(c, 0);
+    enum MHD_Result pre;
+    if (st_agent_preflight(c, method, &pre)) return pre; /* CORS preflight (--cors) */
     cs->route = route_of(url);
-    int gen = cs->route == R_CHAT || cs->route == R_CMPL;
+    int gen = cs->route == R_CHAT || cs->route == R_CMPL || cs->route == R_RESP;
+    if (cs->route == R_AGENT) { /* its methods are checked by the route itself */
+        snprintf(cs->url, sizeof cs->url, "%s", url);
+        gen = !strcmp(method, "POST");
+    }
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     char m[300];
     if (cs->route == R_NONE) {
@@ -322,7 +333,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         st_oai_utf8_clean(m, strlen(m), clean, sizeof clean);
         return st_http_fail(c, 404, "invalid_request_error", "not_found", NULL, clean);
     }
-    if (gen ? strcmp(method, "POST") : !get) {
+    if (cs->route != R_AGENT && (gen ? strcmp(method, "POST") : !get)) {
         st_oai_error e;
         st_oai_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL, "%s takes %s", url,
                          gen ? "POST" : "GET or HEAD");
@@ -360,7 +371,8 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
 static enum MHD_Result on_body(st_front *f, conn_state *cs, const char *data, size_t *size) {
     size_t add = *size;
     *size = 0;
-    if (cs->too_big || cs->over_cap || (cs->route != R_CHAT && cs->route != R_CMPL)) return MHD_YES;
+    if (cs->too_big || cs->over_cap || (cs->route != R_CHAT && cs->route != R_CMPL && cs->route != R_RESP && cs->route != R_AGENT))
+        return MHD_YES;
     if (cs->n + add > f->cfg.max_body) {
         cs->too_big = 1;
         st_http_body_release(cs);
@@ -396,8 +408,30 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_s
         return st_http_fail(c, 503, "server_error", "server_busy", NULL,
                             "the server holds too many request bodies now (--max-buffered); retry");
     switch (cs->route) {
-    case R_CHAT: return st_http_gen_start(f, c, cs, 1);
-    case R_CMPL: return st_http_gen_start(f, c, cs, 0);
+    case R_AGENT: {
+        enum MHD_Result r;
+        st_agent_route(f, c, cs->url, cs->body ? "POST" : "GET", cs->body ? cs->body : "", cs->n, &r);
+        return r;
+    }
+    case R_RESP: { /* the Responses API as a chat request (server/agent_responses.c) */
+        st_oai_error e;
+        char *chat = st_responses_to_chat(cs->body ? cs->body : "", cs->n, &e);
+        st_http_body_release(cs);
+        if (!chat) return st_http_send_error(c, &e);
+        cs->body = chat; /* not counted in the buffered bytes (cap 0): the release only frees it */
+        cs->n = strlen(chat);
+        cs->responses = 1;
+        return st_http_gen_start(f, c, cs, 1);
+    }
+    case R_CHAT:
+    case R_CMPL:
+        if ((cs->n_choices = st_agent_peek_n(cs->body ? cs->body : "", cs->n)) > 1) { /* server/agent_choices.c */
+            cs->choices_body = malloc(cs->n + 1);
+            if (!cs->choices_body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+            memcpy(cs->choices_body, cs->body, cs->n);
+            cs->choices_n = cs->n;
+        }
+        return st_http_gen_start(f, c, cs, cs->route == R_CHAT);
     case R_HEALTH: return handle_health(f, c);
     case R_MODELS: return handle_models(f, c);
     default: return handle_metrics(f, c);
@@ -421,6 +455,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (cs) {
         st_http_gen_free(cs->g); /* a client that went away before its answer */
         st_http_body_release(cs);
+        free(cs->choices_body);
+        for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
         free(cs);
     }
     *con_cls = NULL;
@@ -464,6 +500,7 @@ static int fit_fd_limit(st_front *f) {
 
 void *st_http_start(st_front *f) {
     g_front = f;
+    st_agent_cors_set(f->cfg.cors);
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;

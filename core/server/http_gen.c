@@ -21,6 +21,8 @@
 #include <time.h>
 
 #include "platform/platform.h"
+#include "server/agent.h"
+#include "server/agent_routes.h"
 #include "server/http_internal.h"
 
 struct gen {
@@ -46,6 +48,11 @@ struct gen {
     char *out;                 /* SSE bytes not yet written */
     size_t out_n, out_off;
     uint64_t t0;
+    st_agent_stream ag; /* tool calls (server/agent_http.c) */
+    st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
+    st_resp_stream *rs; /* /v1/responses streamed: chunks become typed events (server/agent_responses_out.c) */
+    int responses;      /* /v1/responses */
+    int choice;         /* n > 1: which choice this generation is */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -59,6 +66,13 @@ static int sbuf_add(char **dst, size_t *n, const char *s) {
 }
 
 static void sse_data(gen *g, const char *json) {
+    if (g->rs) { /* /v1/responses: typed events instead */
+        char *ev = NULL;
+        st_resp_stream_feed(g->rs, json, &ev);
+        if (ev) sbuf_add(&g->out, &g->out_n, ev);
+        free(ev);
+        return;
+    }
     sbuf_add(&g->out, &g->out_n, "data: ");
     sbuf_add(&g->out, &g->out_n, json);
     sbuf_add(&g->out, &g->out_n, "\n\n");
@@ -88,7 +102,10 @@ static void take_tokens(gen *g, int max) {
             break;
         }
         int32_t t = r->toks[g->consumed++];
+        st_token_logprobs lp = {0};
+        if (r->lps && g->consumed - 1 < r->lps_cap) lp = r->lps[g->consumed - 1];
         pthread_mutex_unlock(&r->mu);
+        if (!g->stop_hit) st_agent_lp_add(&g->lp, g->f->tok, t, &lp);
         if (take_one(g, t)) st_front_cancel(g->f, g->r);
     }
 }
@@ -180,6 +197,9 @@ void st_http_gen_free(gen *g) {
         st_front_release(g->f, g->r);
     }
     st_detok_free(g->detok);
+    st_agent_stream_free(&g->ag);
+    st_agent_lp_free(&g->lp);
+    st_resp_stream_free(g->rs);
     st_oai_text_free(&g->text);
     st_oai_request_free(&g->q);
     free(g->content);
@@ -208,8 +228,9 @@ static st_oai_usage usage_of(const gen *g) {
 
 /* The end of a stream: the rest of the text, the finish chunk, usage, [DONE]. */
 static void stream_end(gen *g) {
-    const char *fin = finish_name(g);
+    const char *fin = g->ag.n_calls ? "tool_calls" : finish_name(g);
     char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, NULL, NULL, NULL, fin);
+    if (g->lp.pending) j = st_agent_lp_inject(&g->lp, j);
     if (j) sse_data(g, j);
     free(j);
     if (g->q.include_usage) {
@@ -247,10 +268,15 @@ static void stream_step(gen *g) {
         if (st_detok_flush(g->detok, &s, &n) == 0 && n) st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning);
         st_oai_text_finish(&g->text, &g->content, &g->reasoning);
     }
+    char *calls = NULL; /* tool calls (server/agent_http.c): held text, then one tool_calls chunk */
+    st_agent_stream_hold(&g->ag, &g->content, &g->reasoning);
+    if (done || (g->stop_hit && g->r->done))
+        calls = st_agent_stream_finish(&g->ag, g->id, g->created, g->f->model_id, &g->content, &g->reasoning);
     if (g->content || g->reasoning || (!g->role_sent && g->q.chat)) {
         char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, g->role_sent ? NULL : "assistant",
                                     g->content ? g->content : (g->role_sent || g->reasoning ? NULL : ""),
                                     g->reasoning, NULL);
+        j = st_agent_lp_inject(&g->lp, j);
         if (j) sse_data(g, j);
         free(j);
         g->role_sent = 1;
@@ -258,6 +284,8 @@ static void stream_step(gen *g) {
         free(g->reasoning);
         g->content = g->reasoning = NULL;
     }
+    if (calls) sse_data(g, calls);
+    free(calls);
     if (failed) stream_fail(g);
     else if (done || (g->stop_hit && g->r->done)) stream_end(g);
 }
@@ -292,21 +320,23 @@ static void stream_free(void *cls) { st_http_gen_free(cls); }
  * tokens; the same characters typed in a message's content are text, unless the server was
  * started with --content-specials parse. */
 static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t **out) {
-    size_t len = strlen(q->prompt);
-    if (!q->chat || f->cfg.content_specials)
-        return st_tokenizer_encode_alloc(f->tok, q->prompt, len, true, q->chat != 0, out);
+    /* a Jinja template's BOS text is dropped when the tokenizer adds BOS (server/agent_front.c) */
+    const char *text = q->chat ? st_front_prompt_text(f, q->prompt) : q->prompt;
+    size_t skip = (size_t)(text - q->prompt), len = strlen(text), m = 0;
+    if (!q->chat || f->cfg.content_specials) return st_tokenizer_encode_alloc(f->tok, text, len, true, q->chat != 0, out);
     size_t *r = malloc(sizeof(size_t) * 2 * (q->n_spans ? q->n_spans : 1));
     if (!r) return -1;
     for (size_t i = 0; i < q->n_spans; i++) {
-        r[2 * i] = q->spans[i].start;
-        r[2 * i + 1] = q->spans[i].len;
+        if (q->spans[i].start < skip) continue;
+        r[2 * m] = q->spans[i].start - skip;
+        r[2 * m++ + 1] = q->spans[i].len;
     }
-    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, q->prompt, len, true, r, q->n_spans, out);
+    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, text, len, true, r, m, out);
     free(r);
     return n;
 }
 
-static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
+static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *sp) {
     st_sampler_params_default(sp);
     sp->temp = q->temperature;
     sp->top_p = q->top_p;
@@ -316,7 +346,7 @@ static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
     sp->frequency_penalty = q->frequency_penalty;
     sp->repeat_penalty = q->repeat_penalty;
     sp->penalty_last_n = (q->presence_penalty != 0 || q->frequency_penalty != 0 || q->repeat_penalty != 1) ? -1 : 0;
-    sp->seed = q->has_seed ? q->seed : (st_now_ns() ^ 0x5DEECE66Dull);
+    sp->seed = q->has_seed ? q->seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull); /* n > 1: seed + i */
 }
 
 /* Tokenizes and submits; on failure answers and returns -1 (g is freed). */
@@ -341,10 +371,12 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     int32_t max_tokens = g->q.max_tokens > 0 ? g->q.max_tokens : n_ctx - (int32_t)nt;
     if (ready && max_tokens > n_ctx - (int32_t)nt) max_tokens = n_ctx - (int32_t)nt;
     st_sampler_params sp;
-    sampler_of(&g->q, &sp);
+    sampler_of(&g->q, g->choice, &sp);
     int status = 0;
     char msg[600];
-    g->r = st_front_submit(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &status, msg, sizeof msg);
+    st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
+                         g->q.agent.want_logprobs, g->q.agent.top_logprobs};
+    g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
         *res = st_http_fail(c, status, status == 503 ? "server_error" : "invalid_request_error",
@@ -365,10 +397,17 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     g->fd = ci ? ci->connect_fd : -1;
     st_oai_error e;
-    int bad = st_oai_parse(cs->body ? cs->body : "", cs->n, chat, f->tmpl, f->cfg.max_depth, &g->q, &e);
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text}; /* the model's Jinja template */
+    int bad = st_oai_parse_ex(cs->body ? cs->body : "", cs->n, chat, &rd, f->cfg.max_depth, &g->q, &e);
     st_http_body_release(cs); /* parsed: its bytes are free for other clients */
     if (bad) {
         free(g);
+        return st_http_send_error(c, &e);
+    }
+    g->responses = cs->responses;
+    g->choice = cs->choice;
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
+        st_http_gen_free(g);
         return st_http_send_error(c, &e);
     }
     if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
@@ -383,8 +422,12 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
     for (; k < g->q.n_stop; k++) g->stops[k] = g->q.stop[k];
     for (int i = 0; f->tmpl_stops[i]; i++) g->stops[k++] = f->tmpl_stops[i];
     g->stops[k] = NULL;
-    st_oai_text_init(&g->text, g->stops, f->think && chat);
-    g->detok = st_detok_new(f->tok, 0);
+    st_oai_text_init(&g->text, g->stops, f->think && chat && !g->q.agent.think_inline);
+    int watch = chat && ((g->q.agent.n_tools && g->q.agent.tool_choice != ST_TOOL_CHOICE_NONE) ||
+                         st_tokenizer_find(f->tok, "<|channel|>", 11) >= 0); /* tools, or harmony channels */
+    st_agent_stream_init(&g->ag, watch);
+    st_agent_lp_init(&g->lp, g->q.agent.want_logprobs, chat);
+    g->detok = st_detok_new(f->tok, watch ? ST_DETOK_SPECIAL : 0);
     if (!g->detok) {
         st_http_gen_free(g);
         return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
@@ -392,6 +435,12 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();
+    if (g->responses && g->q.stream) g->rs = st_resp_stream_new(g->id, g->created, f->model_id);
+    if (g->q.stream && g->q.agent.echo) { /* completions with echo: the prompt comes first */
+        char *j = st_oai_chunk_json(0, g->id, g->created, f->model_id, NULL, g->q.prompt, NULL, NULL);
+        if (j) sse_data(g, j);
+        free(j);
+    }
     pthread_mutex_lock(&g->r->mu);
     g->r->wake = gen_wake;
     g->r->wake_arg = g;
@@ -412,8 +461,19 @@ static char *whole_json(gen *g) {
     st_oai_usage u = usage_of(g);
     const char *fin = finish_name(g);
     log_request(g, fin);
-    return st_oai_response_json(g->q.chat, g->id, g->created, g->f->model_id, g->content ? g->content : "",
-                                g->reasoning, fin, &u);
+    char *j = st_oai_response_json(g->q.chat, g->id, g->created, g->f->model_id, g->content ? g->content : "",
+                                   g->reasoning, fin, &u);
+    if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id); /* tool calls */
+    j = st_agent_lp_inject(&g->lp, j);
+    if (g->q.agent.echo) j = st_agent_echo(j, g->q.prompt);
+    if (g->responses && j) { /* /v1/responses: a Response object */
+        char *rj = st_responses_from_chat(j);
+        if (rj) {
+            free(j);
+            j = rj;
+        }
+    }
+    return j;
 }
 
 static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
@@ -467,9 +527,34 @@ static enum MHD_Result start_stream(struct MHD_Connection *c, gen *g) {
     }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
+    st_agent_cors_headers(c, r);
     st_http_keep_alive_header(r);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
+    return ok;
+}
+
+/* n > 1 (server/agent_choices.c): the finished choice's answer is kept; the next choice starts
+ * on the same connection (its prompt reuses the KV the previous one left in the prefix cache);
+ * after the last, one answer with every choice. */
+static enum MHD_Result next_choice(st_front *f, struct MHD_Connection *c, conn_state *cs, gen *g) {
+    int chat = g->q.chat;
+    cs->choice_json[cs->choice] = whole_json(g);
+    cs->g = NULL;
+    st_http_gen_free(g);
+    if (!cs->choice_json[cs->choice]) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    if (++cs->choice < cs->n_choices) {
+        cs->body = malloc(cs->choices_n + 1); /* cap 0: not counted, the release only frees it */
+        if (!cs->body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(cs->body, cs->choices_body, cs->choices_n);
+        cs->body[cs->choices_n] = 0;
+        cs->n = cs->choices_n;
+        return st_http_gen_start(f, c, cs, chat);
+    }
+    char *merged = st_agent_merge_choices(cs->choice_json, cs->n_choices);
+    enum MHD_Result ok = merged ? st_http_send(c, 200, "application/json", merged, NULL, NULL)
+                                : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    free(merged);
     return ok;
 }
 
@@ -495,6 +580,8 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
             cs->g = NULL; /* the stream owns it now */
             g->streaming = 1;
             return start_stream(c, g);
+        } else if (done && cs->n_choices > 1) { /* n > 1: keep this choice, run the next */
+            return next_choice(f, c, cs, g);
         } else if (done) {
             ok = answer_whole(c, g);
         } else if (client_gone(g)) {

@@ -19,6 +19,12 @@ typedef struct conn_state {
     int too_big;       /* the body passed --max-body: the rest is read and dropped */
     int over_cap;      /* the server's buffered bytes passed --max-buffered: likewise */
     gen *g;            /* a generation that waits for its answer (owned until a stream takes it) */
+    int responses;     /* /v1/responses: the body was translated to a chat request (server/agent_responses.c) */
+    int n_choices, choice; /* n > 1: the choices run one after the other on this connection */
+    char *choices_body;    /* the request body again for each choice (not counted in the buffered bytes) */
+    size_t choices_n;
+    char *choice_json[16]; /* the finished choices' answers */
+    char url[24];      /* the utility routes of server/agent_routes.c */
 } conn_state;
 
 /* Answers (the header pair may be NULL). */
