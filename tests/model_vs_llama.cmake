@@ -215,3 +215,12 @@ foreach(arch deepseek2 glm4moe gpt-oss)
                    ${arch} F32 1e-5 ${_d} --saver-extras)
   set_tests_properties(vs_llama.${arch}.saver_extras.F32 PROPERTIES LABELS "model;nosan" TIMEOUT 300)
 endforeach()
+
+# deepseek2 with group-limited routing (DeepSeek-V3's n_group / topk_group, op ROUTER_GROUPS):
+# 16 experts in 4 groups, the 2 best groups compete; the same weights without the groups give
+# logits 0.6 away, so the comparison sees the grouping.
+add_test(NAME vs_llama.deepseek2.groups
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/llama_compare/compare.sh $<TARGET_FILE:strata>
+                 $<TARGET_FILE:llama-ref> $<TARGET_FILE:cmp-logits> ${_vocab} ${_work}/deepseek2-groups
+                 deepseek2 F32 1e-5 ${_ds_dims} --experts 16 --experts-used 4 --expert-groups 4 --groups-used 2)
+set_tests_properties(vs_llama.deepseek2.groups PROPERTIES LABELS "model;nosan" TIMEOUT 300)
