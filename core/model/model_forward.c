@@ -326,7 +326,17 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     r.bias = L->t[ST_T_FFN_EXP_PROBS_B].data; /* [n_expert] selection bias, or NULL */
     r.ids = w->rids;
     r.weights = w->rw;
-    RUN(router, r, "router");
+    if (hp->n_expert_groups > 1) { /* only the best groups of experts compete (DeepSeek-V3) */
+        st_router_groups_args rg;
+        memset(&rg, 0, sizeof rg);
+        rg.n_group = hp->n_expert_groups;
+        rg.n_group_used = hp->n_group_used;
+        rg.base = r;
+        rg.base.size = sizeof rg.base;
+        RUN(router_groups, rg, "router");
+    } else {
+        RUN(router, r, "router");
+    }
     if (m->hx) return ffn_moe_hybrid(m, il, n, layer_txt, err, errlen);
     if (m->count_experts && count_experts(m, il, n, err, errlen)) return -1;
     if (m->fused_moe) return ffn_moe_fused(m, il, n, layer_txt, err, errlen);
