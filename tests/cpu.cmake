@@ -38,7 +38,8 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
     # x8 groups (8 interleaved weight rows) against the portable oracle and the row kernels
     add_executable(test_cpu_x8_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_x8.c
                    ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_x8.c
-                   ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
+                   ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c
+                   $<TARGET_OBJECTS:strata-cpu-${isa}_kernels>)
     target_include_directories(test_cpu_x8_${isa} PRIVATE ${_cpu_inc} ${CMAKE_CURRENT_SOURCE_DIR}/common)
     target_link_libraries(test_cpu_x8_${isa} PRIVATE st_quant m)
     if(isa STREQUAL "avx512")

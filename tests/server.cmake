@@ -2,7 +2,9 @@
 # server through the official `openai` npm client and raw HTTP.
 #  server.oai_text     (C) stop strings, <think> split, JSON shapes and parsing of core/server/openai.c
 #  server.chat         (C) chat templates: rendering per family, detection, names, stop strings
+#  server.tools        (C) tool calls parsed from each family's syntax, streamed hold-back, request fields
 #  server.setup        generated test models; `npm install openai` into the cache (once)
+#  server.agent        Jinja template file, tools on chat, /apply-template, /tokenize, /detokenize, /props
 #  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort
 #  server.hostile      malformed and hostile requests, limits, API key; the server stays healthy
 #  server.concurrency  1/2/4/8 concurrent ~2K-token streams, equal to one-at-a-time outputs
@@ -24,6 +26,9 @@ add_test(NAME server.oai_text COMMAND test_oai_text)
 add_executable(test_chat ${CMAKE_CURRENT_SOURCE_DIR}/server/test_chat.c)
 target_link_libraries(test_chat PRIVATE st_server)
 add_test(NAME server.chat COMMAND test_chat)
+add_executable(test_tools ${CMAKE_CURRENT_SOURCE_DIR}/server/test_tools.c)
+target_link_libraries(test_tools PRIVATE st_server)
+add_test(NAME server.tools COMMAND test_tools)
 
 find_program(STRATA_NODE node)
 set(_srv_dir ${CMAKE_CURRENT_BINARY_DIR}/server-test)
@@ -37,7 +42,7 @@ set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
 add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
 set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
 
-set(_srv_tests contract 180 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 edges 180 soak 240)
+set(_srv_tests agent 180 contract 180 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 edges 180 soak 240)
 while(_srv_tests)
   list(POP_FRONT _srv_tests _name _timeout)
   if(STRATA_NODE)

@@ -207,10 +207,9 @@ static void add(spec_sink *s, st_tensor_role role, int layer, int required, int 
     if (s->n < s->cap) {
         st_tensor_spec *t = &s->out[s->n];
         memset(t, 0, sizeof *t);
-        if (layer >= 0)
-            snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, suffix);
-        else
-            snprintf(t->name, sizeof t->name, "%s", suffix);
+        int w = layer >= 0 ? snprintf(t->name, sizeof t->name, "blk.%d.%s", layer, suffix)
+                           : snprintf(t->name, sizeof t->name, "%s", suffix);
+        if (w < 0 || (size_t)w >= sizeof t->name) t->name[0] = 0; /* no role name is that long */
         t->unused = s->unused || s->all_unused;
         t->role = role;
         t->layer = layer;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/backend_registry.h"
+#include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
 
@@ -56,9 +57,40 @@ int st_cli_float(const char *cmd, const char *name, const char *val, double *out
     return 0;
 }
 
+/* llama.cpp spellings (cli/cli_alias.c) for the model commands: -ctk/-ctv, --ctx-size (one
+ * sequence here, so the whole pool is its context), and the accepted-and-ignored ones. 1 when
+ * argv[*i] was one, 0 when not, -1 for a bad or missing value. */
+static int alias_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
+    const st_cli_alias *al = st_cli_alias_find(argv[*i]);
+    if (!al || (al->canon && strcmp(al->canon, "kv-type") && strcmp(al->canon, "ctx-total") && strcmp(al->canon, "threads")))
+        return 0; /* not one, or one this command does not take (-np, --jinja, ...) */
+    if (al->note) fprintf(stderr, "strata %s: note: %s\n", cmd, al->note);
+    const char *v = al->flag_value;
+    if (al->flag == 2 && *i + 1 < argc &&
+        (!strcmp(argv[*i + 1], "on") || !strcmp(argv[*i + 1], "off") || !strcmp(argv[*i + 1], "auto")))
+        ++*i;
+    if (!al->flag) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "strata %s: option %s needs a value\n", cmd, argv[*i]);
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    if (!al->canon) return 1;
+    if (!strcmp(al->canon, "threads")) return st_cli_int(cmd, "--threads", v, 0, 4096, &o->threads) ? -1 : 1;
+    if (!strcmp(al->canon, "ctx-total")) return st_cli_int(cmd, "--ctx-size", v, 0, 1 << 24, &o->ctx) ? -1 : 1;
+    if (st_kv_type_from_name(v) < 0) {
+        fprintf(stderr, "strata %s: %s must be f16, f32 or q8_0 (got '%s')\n", cmd, argv[*i - 1], v);
+        return -1;
+    }
+    o->kv_type = v;
+    return 1;
+}
+
 int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
     const char *v;
     int r;
+    if ((r = alias_model_opt(cmd, argc, argv, i, o))) return r;
     if ((r = st_cli_opt(argc, argv, i, "--model", "-m", &v))) return r < 0 ? -1 : (o->model = v, 1);
     if ((r = st_cli_opt(argc, argv, i, "--backend", NULL, &v))) return r < 0 ? -1 : (o->backend = v, 1);
     if ((r = st_cli_opt(argc, argv, i, "--device", NULL, &v))) return r < 0 ? -1 : (o->device = v, 1);

@@ -17,6 +17,7 @@
 #include "engine/engine_offload.h"
 #include "engine/watchdog.h"
 #include "gguf/gguf.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 #include "platform/crash.h"
 #include "server/proto.h"
@@ -142,11 +143,9 @@ static int handle(int fd, st_engine *e, st_model *m) {
     if (st_msg_recv(fd, &type, &p, &len)) return -1;
     if (type == ST_MSG_SUBMIT && len >= sizeof(st_msg_submit)) {
         st_msg_submit *s = p;
-        size_t need = sizeof *s + sizeof(int32_t) * (size_t)(s->n_prompt > 0 ? s->n_prompt : 0);
-        st_gen_request r = {.id = s->id, .prompt = (const int32_t *)(s + 1), .n_prompt = s->n_prompt,
-                            .max_tokens = s->max_tokens, .ignore_eos = s->ignore_eos, .sp = s->sp};
+        st_gen_request r;
         char err[256] = "";
-        if (len != need || st_engine_submit(e, &r, err, sizeof err)) {
+        if (st_msg_submit_unpack(p, len, &r) || st_engine_submit(e, &r, err, sizeof err)) {
             st_msg_refused rf;
             memset(&rf, 0, sizeof rf);
             rf.id = s->id;
@@ -185,11 +184,13 @@ typedef struct engine_run {
     st_tokenizer *tok;
     int planned;
     st_model *m;
+    st_gvocab *gv; /* the vocabulary for grammar-constrained requests (NULL: they are refused) */
     st_engine *e;
 } engine_run;
 
 static void engine_release(engine_run *er) {
     st_engine_free(er->e);
+    st_gvocab_free(er->gv);
     st_model_free(er->m);
     if (er->planned) st_offload_release(&g_off);
     if (er->di.dev) er->di.api->device_close(er->di.dev);
@@ -247,8 +248,9 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; er->m && t < (int32_t)st_tokenizer_vocab_size(er->tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(er->tok, t)) eog[n_eog++] = t;
+    er->gv = er->m ? st_gvocab_from_tokenizer(er->tok) : NULL;
     st_engine_config ec = {.n_slots = er->parallel, .n_budget = 0, .queue_max = queue, .where = er->di.name,
-                           .max_step_s = er->stall / 4};
+                           .max_step_s = er->stall / 4, .gvocab = er->gv};
     er->e = er->m ? st_engine_new(er->m, &ec, eog, n_eog, err, sizeof err) : NULL;
     if (!er->e) {
         elog("%s", err);

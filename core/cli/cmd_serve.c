@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_alias.h"
 #include "cli/commands.h"
 #include "server/server.h"
 
@@ -19,6 +20,11 @@ static int usage(FILE *f) {
             "                    [--max-conn-per-ip N] [--header-timeout S] [--body-timeout S] [--http-threads N]\n"
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
+            "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
+            "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
+            "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe; -fa, -ngl, -b are ignored\n"
+            "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
+            "STRATA_ARG_KV_TYPE; llama.cpp names like STRATA_ARG_CTX_SIZE). docs/agent.md lists them.\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
             "docs/server.md describes every option and the JSON config file.\n");
     return f == stdout ? 0 : 2;
@@ -41,6 +47,8 @@ static int num_opt(const char *name, const char *v, double lo, double hi, double
     return 0;
 }
 
+static int g_ctx_total; /* -c/--ctx-size: the whole KV pool, split over the slots at the end */
+
 /* Apply one option (name without the leading dashes). The value string must outlive the
  * configuration. Returns 0, 1 for an unknown name, -1 for a bad value (printed). */
 static char *own(char *v);
@@ -53,6 +61,12 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     else if (!strcmp(k, "host")) c->host = v;
     else if (!strcmp(k, "api-key")) c->api_key = v;
     else if (!strcmp(k, "chat-template")) c->chat_template = v;
+    else if (!strcmp(k, "chat-template-file")) c->chat_template_file = v;
+    else if (!strcmp(k, "no-jinja")) c->no_jinja = 1;
+    else if (!strcmp(k, "ctx-total")) {
+        if (num_opt("--ctx-size", v, 0, 1 << 26, &x)) return -1;
+        g_ctx_total = (int)x;
+    }
     else if (!strcmp(k, "alias")) c->model_id = v;
     else if (!strcmp(k, "report-dir")) c->report_dir = v;
     else if (!strcmp(k, "port")) {
@@ -110,7 +124,7 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
         /* passed through to the engine; given again, the last one counts */
         static const char *const pass[] = {"--threads", "--backend", "--device", "--kv-type", "--vram-budget",
                                            "--vram-reserve-mib", "--expert-cache", "--expert-policy",
-                                           "--expert-profile", "--cpu-threads", NULL};
+                                           "--expert-profile", "--cpu-threads", "--n-cpu-moe", NULL};
         int i = 0;
         while (pass[i] && strcmp(pass[i] + 2, k)) i++;
         if (!pass[i]) return 1;
@@ -234,25 +248,93 @@ static int demo_model(char *path, size_t n) {
     return 0;
 }
 
+static const char *const k_known[] = {"--model", "--host", "--port", "--parallel", "--ctx", "--api-key", "--chat-template",
+                                     "--chat-template-file", "--alias", "--stall-timeout", "--restart-delay", "--threads",
+                                     "--backend", "--device", "--kv-type", "--max-body", "--max-depth", "--queue",
+                                     "--report-dir", "--config", "--vram-budget", "--vram-reserve-mib", "--expert-cache",
+                                     "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe",
+                                     "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
+                                     "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
+                                     "--http-threads", NULL};
+
+/* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
+ * is not one, -1 when its value is missing. Its note is printed. */
+static int alias_opt(int argc, char **argv, int *i, const char **k, const char **v) {
+    const st_cli_alias *al = st_cli_alias_find(argv[*i]);
+    if (!al) return 0;
+    if (al->note) fprintf(stderr, "strata serve: note: %s\n", al->note);
+    *k = al->canon;
+    *v = al->flag_value;
+    if (al->flag == 2 && *i + 1 < argc &&
+        (!strcmp(argv[*i + 1], "on") || !strcmp(argv[*i + 1], "off") || !strcmp(argv[*i + 1], "auto")))
+        ++*i;
+    if (al->flag) return 1;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "strata serve: option %s needs a value\n", argv[*i]);
+        return -1;
+    }
+    *v = argv[++*i];
+    return 1;
+}
+
+/* STRATA_ARG_<NAME> environment variables, as llama-server reads LLAMA_ARG_<NAME>: every long
+ * option (--kv-type: STRATA_ARG_KV_TYPE) and llama.cpp's names (CTX_SIZE, N_PARALLEL,
+ * N_CPU_MOE, CACHE_TYPE_K, ...). Options on the command line come after and win. */
+static int env_opts(st_serve_config *c, engine_args *ea) {
+    static const char *const llama[][2] = {{"CTX_SIZE", "ctx-total"}, {"N_PARALLEL", "parallel"}, {"N_CPU_MOE", "n-cpu-moe"},
+                                           {"CACHE_TYPE_K", "kv-type"}, {"CACHE_TYPE_V", "kv-type"}, {"API_KEY", "api-key"}};
+    char env[96];
+    for (int i = 0; k_known[i]; i++) {
+        const char *k = k_known[i] + 2;
+        size_t n = (size_t)snprintf(env, sizeof env, "STRATA_ARG_%s", k);
+        for (size_t j = 11; j < n; j++) env[j] = env[j] == '-' ? '_' : (char)(env[j] >= 'a' && env[j] <= 'z' ? env[j] - 32 : env[j]);
+        const char *v = getenv(env);
+        if (v && *v && strcmp(k, "config") && set_opt(c, ea, k, v)) {
+            fprintf(stderr, "strata serve: bad %s='%s'\n", env, v);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++) {
+        snprintf(env, sizeof env, "STRATA_ARG_%s", llama[i][0]);
+        const char *v = getenv(env);
+        if (v && *v && set_opt(c, ea, llama[i][1], v)) {
+            fprintf(stderr, "strata serve: bad %s='%s'\n", env, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int st_cmd_serve(int argc, char **argv) {
     st_serve_config c;
     st_serve_config_default(&c);
     static engine_args ea;
+    if (env_opts(&c, &ea)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout);
-        if (a[0] != '-' || i + 1 >= argc) {
-            fprintf(stderr, "strata serve: unknown option or missing value: '%s'\n", a);
-            return usage(stderr);
+        const char *k, *v;
+        int r = alias_opt(argc, argv, &i, &k, &v);
+        if (r < 0) return 2;
+        if (r > 0 && !k) continue; /* accepted and ignored */
+        if (!r) {
+            if (a[0] != '-' || i + 1 >= argc) {
+                fprintf(stderr, "strata serve: unknown option or missing value: '%s'\n", a);
+                return usage(stderr);
+            }
+            k = a + (a[1] == '-' ? 2 : 1);
+            v = argv[++i];
         }
-        const char *k = a + (a[1] == '-' ? 2 : 1), *v = argv[++i];
-        int r = !strcmp(k, "config") ? load_config(v, &c, &ea) : set_opt(&c, &ea, k, v);
+        r = !strcmp(k, "config") ? load_config(v, &c, &ea) : set_opt(&c, &ea, k, v);
         if (r > 0) {
-            fprintf(stderr, "strata serve: unknown option '%s'\n", a);
+            const char *near = st_cli_closest(a, k_known);
+            fprintf(stderr, "strata serve: unknown option '%s'%s%s%s\n", a, near ? " (did you mean " : "",
+                    near ? near : "", near ? "?)" : "");
             return usage(stderr);
         }
         if (r < 0) return 2;
     }
+    if (g_ctx_total > 0) c.ctx = g_ctx_total / (c.parallel > 0 ? c.parallel : 1);
     ea.v[ea.n] = NULL;
     c.engine_args = ea.v;
     const char *env_key = getenv("STRATA_API_KEY");

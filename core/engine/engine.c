@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/engine_experts.h"
+#include "engine/engine_sampling.h"
 #include "platform/crash.h"
 #include "platform/platform.h"
 
@@ -30,6 +31,7 @@ typedef struct slot {
 typedef struct queued {
     st_gen_request r; /* prompt owned */
     int cancel;
+    st_sampler *smp;  /* made at submit: its grammar and biases are checked there */
 } queued;
 
 struct st_engine {
@@ -125,7 +127,10 @@ void st_engine_free(st_engine *e) {
         st_expert_window_free(&e->slots[i].xw);
     }
     if (e->traced) st_model_expert_trace(e->m, 0);
-    for (int32_t i = 0; i < e->n_queue; i++) free((void *)e->queue[i].r.prompt);
+    for (int32_t i = 0; i < e->n_queue; i++) {
+        free((void *)e->queue[i].r.prompt);
+        st_sampler_free(e->queue[i].smp);
+    }
     free(e->slots);
     free(e->queue);
     free(e->eog);
@@ -165,8 +170,11 @@ int st_engine_submit(st_engine *e, const st_gen_request *r, char *err, size_t er
     }
     queued *q = &e->queue[e->n_queue];
     q->r = *r;
+    q->smp = st_engine_sampler_for(r, e->n_vocab, e->cfg.gvocab, err, errlen);
+    if (!q->smp) return -1;
     int32_t *p = malloc(sizeof(int32_t) * (size_t)r->n_prompt);
     if (!p) {
+        st_sampler_free(q->smp);
         put_err(err, errlen, "engine: out of host memory");
         return -1;
     }
@@ -239,6 +247,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
             tmp.id = q->r.id;
             tmp.n_prompt = q->r.n_prompt;
             tmp.prompt = (int32_t *)q->r.prompt;
+            tmp.smp = q->smp;
             tmp.t_admit = st_now_ns();
             emit_done(e, &tmp, ST_FINISH_CANCEL, NULL, emit, user);
             continue;
@@ -264,7 +273,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         s->n_gen = 0;
         s->max_tokens = q->r.max_tokens;
         s->ignore_eos = q->r.ignore_eos;
-        s->smp = st_sampler_new(&q->r.sp, e->n_vocab);
+        s->smp = q->smp; /* made at submit (grammar, biases) */
         s->t_admit = st_now_ns();
         s->t_first = 0;
         st_expert_window_open(&s->xw, e->m);
@@ -427,6 +436,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         ev.kind = ST_EV_TOKEN;
         ev.id = s->id;
         ev.token = t;
+        st_sampler_last_logprobs(s->smp, &ev.lp);
         emit(user, &ev);
         s->n_gen++;
         s->last_token = t;

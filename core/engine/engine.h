@@ -24,6 +24,7 @@ typedef struct st_engine_config {
     int32_t n_budget;     /* most tokens in one step (<= the model's n_batch) */
     int32_t queue_max;    /* requests waiting for a slot before submit refuses */
     const char *where;    /* device name for the stage text of crash and stall reports (may be NULL) */
+    const struct st_gvocab *gvocab; /* the vocabulary for grammar-constrained requests (NULL: refused) */
     double max_step_s;    /* > 0: prefill chunks shrink so that a step takes about this long at most
                              (measured seconds per token); keeps steps well inside the watchdog's
                              stall timeout on slow devices. 0 = the full budget every step */
@@ -36,6 +37,12 @@ typedef struct st_gen_request {
     int32_t max_tokens;      /* > 0 */
     int32_t ignore_eos;      /* nonzero: end-of-generation tokens do not end it (sent as tokens) */
     st_sampler_params sp;
+    const char *grammar;     /* GBNF the output must follow, or NULL (copied by submit) */
+    const int32_t *bias_ids; /* [n_bias] logit biases (copied by submit) */
+    const float *bias_vals;
+    int32_t n_bias;
+    int32_t want_logprobs;   /* nonzero: each token's log probability is sent (event lp) */
+    int32_t top_logprobs;    /* with it, this many alternatives (0..20) */
 } st_gen_request;
 
 /* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters
@@ -75,6 +82,7 @@ typedef struct st_engine_event {
     double decode_ms;   /* DONE: time from the first token to the end */
     char msg[256];      /* DONE with ERROR: what failed */
     st_engine_experts experts; /* DONE: the request's expert statistics (valid = 0 when none) */
+    st_token_logprobs lp;      /* TOKEN: its log probabilities when the request asked (lp.valid) */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);

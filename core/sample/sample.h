@@ -61,6 +61,47 @@ int32_t st_sampler_sample(st_sampler *s, const float *logits);
  * st_sampler_candidates_needed() tokens. */
 int32_t st_sampler_sample_cand(st_sampler *s, const int32_t *ids, const float *logits, int32_t n);
 
+/* ---- constraints and biases --------------------------------------------------------------
+ * A constraint (e.g. a grammar) says which tokens may come next. Sampling draws as usual, then
+ * checks the drawn token (the fast path); only when it is refused are all refused tokens masked
+ * and the draw repeated on the rest. Drawing from p, refusing, then drawing from p restricted
+ * to the allowed set gives exactly p restricted to the allowed set. */
+typedef struct st_sampler_constraint {
+    int (*token_ok)(void *user, int32_t token);           /* may token come next? */
+    int32_t (*mask)(void *user, uint8_t *allowed);        /* allowed[n_vocab]; returns the count */
+    void (*accept)(void *user, int32_t token);            /* token was chosen */
+    void (*free_user)(void *user);                        /* called by st_sampler_free (may be NULL) */
+    void *user;
+} st_sampler_constraint;
+
+/* Attach a constraint (copied; the sampler owns user from now on). */
+void st_sampler_set_constraint(st_sampler *s, const st_sampler_constraint *c);
+/* Logit biases added before sampling (OpenAI logit_bias: -100 bans, +100 all but forces).
+ * Out-of-range ids are ignored. 0, or -1 when out of memory. */
+int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, int32_t n);
+/* Times the fast path failed and the full mask was computed (for statistics). */
+uint64_t st_sampler_masked_steps(const st_sampler *s);
+/* Times the fast path failed and the top-k allowed tokens were found among the best
+ * candidates instead (no full mask). */
+uint64_t st_sampler_scanned_steps(const st_sampler *s);
+
+/* ---- log probabilities ---------------------------------------------------------------- */
+#define ST_LOGPROBS_MAX 20
+typedef struct st_token_logprobs {
+    int32_t valid;                      /* set for a token sampled with logprobs on */
+    float logprob;                      /* of the chosen token */
+    int32_t n_top;
+    int32_t top_id[ST_LOGPROBS_MAX];    /* the n_top most likely tokens, best first */
+    float top_lp[ST_LOGPROBS_MAX];
+} st_token_logprobs;
+
+/* After each st_sampler_sample, record the chosen token's log probability and the n_top best
+ * (0..20; -1 turns it off): log-softmax of the logits plus biases at temperature 1, before
+ * truncation (the model's distribution, as OpenAI reports it). */
+void st_sampler_set_logprobs(st_sampler *s, int32_t n_top);
+/* The record of the last sample (valid = 0 when off). */
+void st_sampler_last_logprobs(const st_sampler *s, st_token_logprobs *out);
+
 /* Nonzero when the sampler is plain argmax of the raw logits (temp <= 0, no penalties active):
  * a device-side ARGMAX gives the same answer. */
 int st_sampler_is_greedy(const st_sampler *s);

@@ -22,6 +22,16 @@ struct st_sampler {
     /* scratch */
     cand *c;          /* [n_vocab] */
     int32_t *idx_of;  /* [n_vocab] candidate index or -1 */
+    /* constraint and biases */
+    st_sampler_constraint con;
+    int has_con;
+    uint8_t *allowed;  /* [n_vocab] when has_con */
+    int32_t *bias_id;
+    float *bias_val;
+    int32_t n_bias;
+    uint64_t masked, scanned;
+    int32_t lp_top;           /* -1 off */
+    st_token_logprobs last;
 };
 
 void st_sampler_params_default(st_sampler_params *p) {
@@ -58,12 +68,17 @@ st_sampler *st_sampler_new(const st_sampler_params *p, int32_t n_vocab) {
         return NULL;
     }
     for (int32_t i = 0; i < n_vocab; i++) s->idx_of[i] = -1;
+    s->lp_top = -1;
     st_rng_seed(&s->rng, p->seed);
     return s;
 }
 
 void st_sampler_free(st_sampler *s) {
     if (!s) return;
+    if (s->has_con && s->con.free_user) s->con.free_user(s->con.user);
+    free(s->allowed);
+    free(s->bias_id);
+    free(s->bias_val);
     free(s->hist);
     free(s->counts);
     free(s->c);
@@ -102,12 +117,82 @@ void st_sampler_accept(st_sampler *s, int32_t tok) {
     if (s->counts[tok]++ == 0) s->n_distinct++;
 }
 
+void st_sampler_set_constraint(st_sampler *s, const st_sampler_constraint *c) {
+    if (s->has_con && s->con.free_user) s->con.free_user(s->con.user);
+    s->has_con = c != NULL;
+    if (c) s->con = *c;
+}
+
+int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, int32_t n) {
+    free(s->bias_id);
+    free(s->bias_val);
+    s->bias_id = n > 0 ? malloc(sizeof *ids * (size_t)n) : NULL;
+    s->bias_val = n > 0 ? malloc(sizeof *bias * (size_t)n) : NULL;
+    s->n_bias = 0;
+    if (n > 0 && (!s->bias_id || !s->bias_val)) return -1;
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < s->n_vocab) {
+            s->bias_id[s->n_bias] = ids[i];
+            s->bias_val[s->n_bias++] = bias[i];
+        }
+    return 0;
+}
+
+uint64_t st_sampler_masked_steps(const st_sampler *s) { return s->masked; }
+
+void st_sampler_set_logprobs(st_sampler *s, int32_t n_top) {
+    s->lp_top = n_top < 0 ? -1 : n_top > ST_LOGPROBS_MAX ? ST_LOGPROBS_MAX : n_top;
+}
+
+void st_sampler_last_logprobs(const st_sampler *s, st_token_logprobs *out) { *out = s->last; }
+
+static float biased(const st_sampler *s, const float *logits, int32_t i) {
+    float l = logits[i];
+    for (int32_t k = 0; k < s->n_bias; k++)
+        if (s->bias_id[k] == i) l += s->bias_val[k];
+    return l;
+}
+
+/* log-softmax of the biased logits: the chosen token's value and the n best. */
+static void record_logprobs(st_sampler *s, const float *logits, int32_t t) {
+    st_token_logprobs *r = &s->last;
+    memset(r, 0, sizeof *r);
+    if (s->lp_top < 0 || t < 0) return;
+    double mx = -INFINITY, sum = 0.0;
+    for (int32_t i = 0; i < s->n_vocab; i++) {
+        float l = s->n_bias ? biased(s, logits, i) : logits[i];
+        if (l > mx) mx = l;
+    }
+    for (int32_t i = 0; i < s->n_vocab; i++) sum += exp((double)(s->n_bias ? biased(s, logits, i) : logits[i]) - mx);
+    double lse = mx + log(sum);
+    r->valid = 1;
+    r->logprob = (float)((s->n_bias ? biased(s, logits, t) : logits[t]) - lse);
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_vocab && s->lp_top > 0; i++) { /* insertion into the n best */
+        float l = logits[i];
+        if (n == s->lp_top && l <= r->top_lp[n - 1]) continue;
+        int32_t j = n < s->lp_top ? n++ : n - 1;
+        while (j > 0 && r->top_lp[j - 1] < l) {
+            r->top_lp[j] = r->top_lp[j - 1];
+            r->top_id[j] = r->top_id[j - 1];
+            j--;
+        }
+        r->top_lp[j] = l;
+        r->top_id[j] = i;
+    }
+    for (int32_t k = 0; k < n; k++) r->top_lp[k] = (float)((s->n_bias ? biased(s, logits, r->top_id[k]) : r->top_lp[k]) - lse);
+    r->n_top = n;
+}
+uint64_t st_sampler_scanned_steps(const st_sampler *s) { return s->scanned; }
+
 int st_sampler_is_greedy(const st_sampler *s) {
+    if (s->has_con || s->n_bias || s->lp_top >= 0) return 0;
     return s->p.temp <= 0.0f && (!penalties_active(&s->p) || s->n_distinct == 0);
 }
 
 int32_t st_sampler_candidates_needed(const st_sampler *s) {
     const st_sampler_params *p = &s->p;
+    if (s->has_con || s->n_bias) return 0;
     int32_t pen = 0;
     if (penalties_active(p) && s->n_distinct > 0) {
         /* only penalties that never raise a logit keep the top-N set exact */
@@ -226,12 +311,61 @@ static int32_t run_chain(st_sampler *s, cand *c, int32_t n) {
     return c[n - 1].id;
 }
 
-int32_t st_sampler_sample(st_sampler *s, const float *logits) {
+static void load(st_sampler *s, const float *logits) {
     for (int32_t i = 0; i < s->n_vocab; i++) {
         s->c[i].id = i;
         s->c[i].logit = logits[i];
     }
-    return run_chain(s, s->c, s->n_vocab);
+    for (int32_t k = 0; k < s->n_bias; k++) s->c[s->bias_id[k]].logit += s->bias_val[k];
+}
+
+/* The drawn token was refused. With top-k on, the chain only ever sees the k best allowed
+ * tokens: look for them among the best 4k candidates one check each, and draw
+ * from them (the same set the full mask would give); only when fewer than k are there is the
+ * whole vocabulary masked. */
+#define ST_SAMPLER_SCAN 1024
+static int32_t sample_scanned(st_sampler *s, const float *logits, int *done) {
+    *done = 0;
+    int32_t k = s->p.temp <= 0.0f ? 1 : s->p.top_k;
+    if (k <= 0 || k > ST_SAMPLER_SCAN / 4 || s->n_vocab <= 4 * k) return -1;
+    load(s, logits);
+    apply_penalties(s, s->c, s->n_vocab);
+    int32_t n = keep_top_k(s->c, s->n_vocab, 4 * k), m = 0; /* few allowed among 4k: mask instead */
+    for (int32_t i = 0; i < n && m < k; i++)
+        if (s->con.token_ok(s->con.user, s->c[i].id)) s->c[m++] = s->c[i];
+    if (m < k) return -1;
+    *done = 1;
+    s->scanned++;
+    /* penalties are applied already: run the rest of the chain without them */
+    st_sampler_params keep = s->p;
+    s->p.penalty_last_n = 0;
+    int32_t t = run_chain(s, s->c, m);
+    s->p = keep;
+    return t;
+}
+
+/* The drawn token was refused: draw again among the allowed ones only. */
+static int32_t sample_masked(st_sampler *s, const float *logits) {
+    int done;
+    int32_t t = sample_scanned(s, logits, &done);
+    if (done) return t;
+    if (!s->allowed && !(s->allowed = malloc((size_t)s->n_vocab))) return -1;
+    s->masked++;
+    if (s->con.mask(s->con.user, s->allowed) <= 0) return -1;
+    load(s, logits);
+    int32_t m = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (s->allowed[i]) s->c[m++] = s->c[i];
+    return run_chain(s, s->c, m);
+}
+
+int32_t st_sampler_sample(st_sampler *s, const float *logits) {
+    load(s, logits);
+    int32_t t = run_chain(s, s->c, s->n_vocab);
+    if (s->has_con && t >= 0 && !s->con.token_ok(s->con.user, t)) t = sample_masked(s, logits);
+    if (s->has_con && t >= 0 && s->con.accept) s->con.accept(s->con.user, t);
+    if (s->lp_top >= 0) record_logprobs(s, logits, t);
+    return t;
 }
 
 int32_t st_sampler_sample_cand(st_sampler *s, const int32_t *ids, const float *logits, int32_t n) {

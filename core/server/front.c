@@ -15,6 +15,7 @@
 
 #include "arch/arch.h"
 #include "platform/platform.h"
+#include "template/jinja.h"
 
 void st_serve_config_default(st_serve_config *c) {
     memset(c, 0, sizeof *c);
@@ -94,6 +95,7 @@ void st_req_unref(st_req *r) {
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
         free(r->toks);
+        free(r->lps);
         free(r);
     }
 }
@@ -131,7 +133,10 @@ void st_front_on_event(st_front *f, const st_engine_event *ev) {
                 r->cap = cap;
             }
         }
-        if (r->n_toks < r->cap) r->toks[r->n_toks++] = ev->token;
+        if (r->n_toks < r->cap) {
+            if (ev->lp.valid) st_front_store_lp(r, r->n_toks, &ev->lp);
+            r->toks[r->n_toks++] = ev->token;
+        }
     } else {
         r->done = 1;
         r->done_ev = *ev;
@@ -171,18 +176,34 @@ static int send_frame(st_front *f, int try, uint32_t type, const void *a, size_t
     return rc;
 }
 
-st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
-                        const st_sampler_params *sp, int *status, char *msg, size_t msglen) {
+/* A request with its lock and condition initialized, or NULL. */
+static st_req *req_new(void) {
     st_req *r = calloc(1, sizeof *r);
     if (!r || pthread_mutex_init(&r->mu, NULL)) {
         free(r);
-        *status = 500;
-        snprintf(msg, msglen, "out of memory");
         return NULL;
     }
     if (pthread_cond_init(&r->cv, NULL)) {
         pthread_mutex_destroy(&r->mu);
         free(r);
+        return NULL;
+    }
+    return r;
+}
+
+st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                        const st_sampler_params *sp, int *status, char *msg, size_t msglen) {
+    return st_front_submit_ex(f, prompt, n, max_tokens, ignore_eos, sp, NULL, status, msg, msglen);
+}
+
+st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                           const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen) {
+    size_t nbody = 0;
+    void *body = st_msg_submit_pack(prompt, n, x ? x->grammar : NULL, x ? x->bias_ids : NULL, x ? x->bias_vals : NULL,
+                                    x ? x->n_bias : 0, &nbody);
+    st_req *r = body ? req_new() : NULL;
+    if (!r) {
+        free(body);
         *status = 500;
         snprintf(msg, msglen, "out of memory");
         return NULL;
@@ -205,6 +226,7 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
         free(r);
+        free(body);
         return NULL;
     }
     r->id = ++f->next_id;
@@ -219,8 +241,13 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
     m.ignore_eos = ignore_eos != 0;
     m.n_prompt = n;
     m.sp = *sp;
+    m.n_grammar = x && x->grammar ? (int32_t)strlen(x->grammar) : 0;
+    m.n_bias = x ? x->n_bias : 0;
+    m.want_logprobs = x ? x->want_logprobs : 0;
+    m.top_logprobs = x ? x->top_logprobs : 0;
     /* a failed send means the engine died: the reader fails the request */
-    send_frame(f, 0, ST_MSG_SUBMIT, &m, sizeof m, prompt, sizeof(int32_t) * (size_t)n);
+    send_frame(f, 0, ST_MSG_SUBMIT, &m, sizeof m, body, nbody);
+    free(body);
     return r;
 }
 
@@ -302,11 +329,12 @@ static int load_front(st_front *f) {
         f->tmpl = (st_chat_template)t;
     } else {
         f->tmpl = st_chat_template_detect(jinja, st_tokenizer_find(f->tok, "<|im_start|>", 12) >= 0, &recognized);
-        if (!recognized)
+        if (!recognized && !f->cfg.chat_template_file)
             fprintf(stderr, "strata serve: WARNING: the model's chat template is %s; using the '%s' template "
                             "(choose another with --chat-template)\n",
                     jinja ? "not one Strata recognizes" : "absent", st_chat_template_name(f->tmpl));
     }
+    if (st_front_load_jinja(f, jinja)) return -1;
     f->think = st_tokenizer_find(f->tok, "<think>", 7) >= 0;
     const char *const *ts = st_chat_stop_strings(f->tmpl);
     int n = 0;
@@ -345,6 +373,7 @@ static int check_report_dir(const st_front *f) {
 static void front_free(st_front *f) {
     if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
+    st_jinja_free(f->jinja);
     free(f->stats_text);
     st_gguf_close(f->gguf);
     pthread_mutex_destroy(&f->mu);
@@ -355,10 +384,11 @@ static void front_free(st_front *f) {
 
 static void print_listening(const st_front *f) {
     fprintf(stderr,
-            "strata serve: model '%s' from %s, chat template %s%s\n"
+            "strata serve: model '%s' from %s, chat template %s%s%s%s\n"
             "strata serve: listening on http://%s:%d (API key %s; body <= %zu bytes, JSON depth <= %d, queue <= %d; "
             "stall timeout %g s; reports in %s)\n",
-            f->model_id, f->cfg.model_path, st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
+            f->model_id, f->cfg.model_path, f->jinja ? "Jinja from " : "", f->jinja ? f->jinja_origin : "",
+            f->jinja ? "" : st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
             f->cfg.host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
             f->cfg.queue_max, f->cfg.stall_timeout, st_front_report_dir(f));
 }

@@ -34,7 +34,12 @@ typedef struct st_req {
     void (*wake)(void *arg, int tick); /* tick: 1 from the main loop, 0 for news */
     void *wake_arg;
     struct st_req *next;
+    st_token_logprobs *lps; /* [cap] per token when the request asked for logprobs (else NULL) */
+    int32_t lps_cap;
 } st_req;
+
+/* Keep token i's log probabilities (under r->mu; server/agent_front.c). */
+void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
 
 #define ST_LOG_RING 16
 
@@ -84,6 +89,11 @@ typedef struct st_front {
     pthread_mutex_t send_mu; /* one writer on fd at a time; taken before mu when both are */
     pthread_t log_thread;    /* reads the engine's stderr; joined when the engine dies */
     int log_thread_ok;
+    /* the model's Jinja chat template (server/agent_front.c); NULL = the built-in family */
+    struct st_jinja *jinja;
+    char jinja_origin[160];  /* "the GGUF's tokenizer.chat_template", a file name */
+    char bos_text[64], eos_text[64];
+    int tool_syntax;         /* ST_TOOL_SYNTAX_* of the template: tool_choice required/named is enforced */
 } st_front;
 
 /* Requests (front.c), shared with the supervisor. */
@@ -109,10 +119,29 @@ int st_front_retry_after(st_front *f);
 /* 1 when the engine is ready and its heartbeats are on time (f->mu not held). */
 int st_front_engine_up(st_front *f);
 
+/* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)
+ * unless a built-in was named with --chat-template. A GGUF template that does not parse or
+ * render a plain conversation falls back to the built-in family with a warning; a file that
+ * does not is an error (-1, printed). */
+int st_front_load_jinja(st_front *f, const char *gguf_jinja);
+/* The prompt text to tokenize: past a leading BOS text the template printed when the
+ * tokenizer adds BOS itself (so it is not there twice). */
+const char *st_front_prompt_text(const st_front *f, const char *prompt);
+
 /* Register a request and send it to the engine. Returns the request (refs held by the caller
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */
 st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                         const st_sampler_params *sp, int *status, char *msg, size_t msglen);
+/* st_front_submit with a grammar and logit biases (any may be NULL/0). */
+typedef struct st_submit_extra {
+    const char *grammar;
+    const int32_t *bias_ids;
+    const float *bias_vals;
+    int32_t n_bias;
+    int32_t want_logprobs, top_logprobs;
+} st_submit_extra;
+st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
+                           const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen);
 /* Ask the engine to cancel a request (ignored when it already finished). */
 void st_front_cancel(st_front *f, st_req *r);
 /* Drop the caller's reference (the registry drops its own when the request is done). */

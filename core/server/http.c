@@ -22,9 +22,13 @@
 #include <cjson/cJSON.h>
 
 #include "platform/platform.h"
+#include "server/agent_routes.h"
 #include "server/http_internal.h"
 
-enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS };
+/* R_RESPONSES is /v1/responses (over chat, server/agent_responses.c); R_AGENT the utility
+ * routes of server/agent_routes.c (/apply-template, /tokenize, /detokenize, /props,
+ * /v1/embeddings). */
+enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESPONSES, R_AGENT };
 
 /* The server this process runs (one per process): for Retry-After. */
 static st_front *g_front;
@@ -291,11 +295,23 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
 static int route_of(const char *url) {
     if (!strcmp(url, "/v1/chat/completions")) return R_CHAT;
     if (!strcmp(url, "/v1/completions")) return R_CMPL;
+    if (!strcmp(url, "/v1/responses")) return R_RESPONSES;
     if (!strcmp(url, "/health")) return R_HEALTH;
     if (!strcmp(url, "/v1/models")) return R_MODELS;
     if (!strcmp(url, "/metrics")) return R_METRICS;
+    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
+        !strcmp(url, "/props") || !strcmp(url, "/v1/embeddings"))
+        return R_AGENT;
     return R_NONE;
 }
+
+/* Routes that read a body (kept up to the limits); the others take GET and HEAD. */
+static int takes_post(int route, const char *url) {
+    return route == R_CHAT || route == R_CMPL || route == R_RESPONSES || (route == R_AGENT && strcmp(url, "/props"));
+}
+
+/* The key guards the API (/v1/) and the utility routes; probes (/health, /metrics) need none. */
+static int needs_key(int route, const char *url) { return route == R_AGENT || !strncmp(url, "/v1/", 4); }
 
 /* The headers are complete: everything that can be refused without the body is refused now,
  * so no body byte is kept for it. */
@@ -307,7 +323,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
     cs->http10 = version && !strcmp(version, MHD_HTTP_VERSION_1_0);
     track_waiting(c, 0);
     cs->route = route_of(url);
-    int gen = cs->route == R_CHAT || cs->route == R_CMPL;
+    int gen = takes_post(cs->route, url);
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     char m[300];
     if (cs->route == R_NONE) {
@@ -326,7 +342,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         return ok;
     }
     /* probes (/health, /metrics) need no key; the API does */
-    if (f->cfg.api_key && !strncmp(url, "/v1/", 4) &&
+    if (f->cfg.api_key && needs_key(cs->route, url) &&
         !key_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), f->cfg.api_key))
         return st_http_fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");
@@ -335,6 +351,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         snprintf(m, sizeof m, "the request body is larger than %zu bytes", f->cfg.max_body);
         return st_http_fail(c, 413, "invalid_request_error", "request_too_large", NULL, m);
     }
+    cs->body_wanted = gen;
     if (cl && gen) { /* the exact size, at once: no growth, no slack */
         size_t want = (size_t)strtoull(cl, NULL, 10) + 1;
         if (atomic_fetch_add(&g_buffered, want) + want > f->cfg.max_buffered) {
@@ -354,7 +371,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
 static enum MHD_Result on_body(st_front *f, conn_state *cs, const char *data, size_t *size) {
     size_t add = *size;
     *size = 0;
-    if (cs->too_big || cs->over_cap || (cs->route != R_CHAT && cs->route != R_CMPL)) return MHD_YES;
+    if (cs->too_big || cs->over_cap || !cs->body_wanted) return MHD_YES;
     if (cs->n + add > f->cfg.max_body) {
         cs->too_big = 1;
         st_http_body_release(cs);
@@ -380,7 +397,8 @@ static enum MHD_Result on_body(st_front *f, conn_state *cs, const char *data, si
     return MHD_YES;
 }
 
-static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_state *cs) {
+static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, const char *url, const char *method,
+                                   conn_state *cs) {
     if (cs->too_big) {
         char m[128];
         snprintf(m, sizeof m, "the request body is larger than %zu bytes", f->cfg.max_body);
@@ -390,8 +408,14 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_s
         return st_http_fail(c, 503, "server_error", "server_busy", NULL,
                             "the server holds too many request bodies now (--max-buffered); retry");
     switch (cs->route) {
-    case R_CHAT: return st_http_gen_start(f, c, cs, 1);
-    case R_CMPL: return st_http_gen_start(f, c, cs, 0);
+    case R_CHAT: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_CHAT);
+    case R_CMPL: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_COMPLETION);
+    case R_RESPONSES: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_RESPONSES);
+    case R_AGENT: {
+        enum MHD_Result res = MHD_NO;
+        st_agent_route(f, c, url, method, cs->body ? cs->body : "", cs->n, &res);
+        return res;
+    }
     case R_HEALTH: return handle_health(f, c);
     case R_MODELS: return handle_models(f, c);
     default: return handle_metrics(f, c);
@@ -405,7 +429,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cs) return on_headers(f, c, url, method, version, con_cls);
     if (*upload_size) return on_body(f, cs, upload, upload_size);
     if (cs->g) return st_http_gen_continue(f, c, cs);
-    return on_complete(f, c, cs);
+    return on_complete(f, c, url, method, cs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {

@@ -1,4 +1,5 @@
-/* The generation endpoints (/v1/chat/completions, /v1/completions), streamed and not.
+/* The generation endpoints (/v1/chat/completions, /v1/completions, /v1/responses), streamed
+ * and not; tool calls, logprobs, n > 1 and echo through the agent modules (server/agent*.c).
  *
  * Nothing here blocks a server thread: a request that waits for tokens suspends its
  * connection; the engine reader resumes it through the request's wake hook when the request
@@ -11,7 +12,11 @@
  * read hang-up gets an interim "HTTP/1.1 100 Continue" (every HTTP/1.1 client skips it): a
  * client that only half-closed reads on and gets its answer; one that is gone answers with a
  * reset, and the request is cancelled at the next look. Inside a stream, an SSE comment line
- * does the same. */
+ * does the same.
+ *
+ * n > 1 (not streamed): the choices run one after the other on the same connection, each
+ * reusing the prompt's KV through the engine's prefix cache; the answers are merged at the end.
+ * A half-closed client is answered by answer_raw only after the last choice. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -46,6 +51,12 @@ struct gen {
     char *out;                 /* SSE bytes not yet written */
     size_t out_n, out_off;
     uint64_t t0;
+    st_agent_stream ag; /* tool calls (server/agent_http.c) */
+    st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
+    int responses;      /* /v1/responses: the answer is a Response (server/agent_responses*.c) */
+    st_resp_stream *rs; /* ... streamed: chunks become typed events */
+    int choice, n_choices;          /* n > 1: the choice running now, of how many */
+    char *outs[ST_AGENT_MAX_N];     /* the answers of the finished choices */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -59,17 +70,34 @@ static int sbuf_add(char **dst, size_t *n, const char *s) {
 }
 
 static void sse_data(gen *g, const char *json) {
+    if (g->rs) { /* /v1/responses: typed events instead */
+        char *ev = NULL;
+        st_resp_stream_feed(g->rs, json, &ev);
+        if (ev) sbuf_add(&g->out, &g->out_n, ev);
+        free(ev);
+        return;
+    }
     sbuf_add(&g->out, &g->out_n, "data: ");
     sbuf_add(&g->out, &g->out_n, json);
     sbuf_add(&g->out, &g->out_n, "\n\n");
 }
 
 
-/* One received token into text (content / reasoning); 1 when a stop string matched. */
-static int take_one(gen *g, int32_t t) {
+/* Token i's log probabilities as the engine sent them (zero when none; under r->mu). */
+static st_token_logprobs lp_at(const st_req *r, int32_t i) {
+    st_token_logprobs lp;
+    memset(&lp, 0, sizeof lp);
+    if (r->lps && i < r->lps_cap) lp = r->lps[i];
+    return lp;
+}
+
+/* One received token into text (content / reasoning) and logprobs; 1 when a stop string
+ * matched. */
+static int take_one(gen *g, int32_t t, const st_token_logprobs *lp) {
     const char *s;
     size_t n;
     if (g->stop_hit) return 0;
+    st_agent_lp_add(&g->lp, g->f->tok, t, lp);
     if (st_detok_push(g->detok, t, &s, &n) == 0 && n &&
         st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning) == 1) {
         g->stop_hit = 1;
@@ -87,9 +115,10 @@ static void take_tokens(gen *g, int max) {
             pthread_mutex_unlock(&r->mu);
             break;
         }
+        st_token_logprobs lp = lp_at(r, g->consumed);
         int32_t t = r->toks[g->consumed++];
         pthread_mutex_unlock(&r->mu);
-        if (take_one(g, t)) st_front_cancel(g->f, g->r);
+        if (take_one(g, t, &lp)) st_front_cancel(g->f, g->r);
     }
 }
 
@@ -142,8 +171,8 @@ static void answer_raw(gen *g);
 static void gen_wake(void *arg, int tick) {
     gen *g = arg;
     if (!g->suspended) return;
-    int end = g->r->done || g->r->failed;
-    if (!g->q.stream && end && g->probed && !g->answered) answer_raw(g);
+    int end = g->r->done || g->r->failed, last = g->r->failed || g->choice + 1 >= g->n_choices;
+    if (!g->q.stream && end && last && g->probed && !g->answered) answer_raw(g);
     if (!g->q.stream && !end) {
         if (!tick) return;
         int ps = peer_state(g);
@@ -168,8 +197,9 @@ static int suspend_unless_news(gen *g) {
     return !news;
 }
 
-void st_http_gen_free(gen *g) {
-    if (!g) return;
+/* Ends g's engine request (cancelled when it still runs) and frees what one choice's
+ * generation holds, leaving g ready for the next choice. */
+static void gen_clear(gen *g) {
     if (g->r) {
         pthread_mutex_lock(&g->r->mu);
         g->r->wake = NULL;
@@ -178,13 +208,32 @@ void st_http_gen_free(gen *g) {
         pthread_mutex_unlock(&g->r->mu);
         if (live) st_front_cancel(g->f, g->r);
         st_front_release(g->f, g->r);
+        g->r = NULL;
     }
     st_detok_free(g->detok);
+    g->detok = NULL;
     st_oai_text_free(&g->text);
-    st_oai_request_free(&g->q);
+    memset(&g->text, 0, sizeof g->text);
+    st_agent_stream_free(&g->ag);
+    memset(&g->ag, 0, sizeof g->ag);
+    st_agent_lp_free(&g->lp);
+    memset(&g->lp, 0, sizeof g->lp);
+    st_resp_stream_free(g->rs);
+    g->rs = NULL;
     free(g->content);
     free(g->reasoning);
     free(g->out);
+    g->content = g->reasoning = g->out = NULL;
+    g->out_n = g->out_off = 0;
+    g->consumed = g->n_prompt = 0;
+    g->role_sent = g->finished = g->stop_hit = g->suspended = 0;
+}
+
+void st_http_gen_free(gen *g) {
+    if (!g) return;
+    gen_clear(g);
+    st_oai_request_free(&g->q);
+    for (int i = 0; i < ST_AGENT_MAX_N; i++) free(g->outs[i]);
     free(g);
 }
 
@@ -208,8 +257,9 @@ static st_oai_usage usage_of(const gen *g) {
 
 /* The end of a stream: the rest of the text, the finish chunk, usage, [DONE]. */
 static void stream_end(gen *g) {
-    const char *fin = finish_name(g);
+    const char *fin = g->ag.n_calls ? "tool_calls" : finish_name(g);
     char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, NULL, NULL, NULL, fin);
+    if (g->lp.pending) j = st_agent_lp_inject(&g->lp, j);
     if (j) sse_data(g, j);
     free(j);
     if (g->q.include_usage) {
@@ -247,10 +297,15 @@ static void stream_step(gen *g) {
         if (st_detok_flush(g->detok, &s, &n) == 0 && n) st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning);
         st_oai_text_finish(&g->text, &g->content, &g->reasoning);
     }
+    char *calls = NULL; /* tool calls are held to the end, then sent as one tool_calls delta */
+    st_agent_stream_hold(&g->ag, &g->content, &g->reasoning);
+    if (done || (g->stop_hit && g->r->done))
+        calls = st_agent_stream_finish(&g->ag, g->id, g->created, g->f->model_id, &g->content, &g->reasoning);
     if (g->content || g->reasoning || (!g->role_sent && g->q.chat)) {
         char *j = st_oai_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, g->role_sent ? NULL : "assistant",
                                     g->content ? g->content : (g->role_sent || g->reasoning ? NULL : ""),
                                     g->reasoning, NULL);
+        j = st_agent_lp_inject(&g->lp, j);
         if (j) sse_data(g, j);
         free(j);
         g->role_sent = 1;
@@ -258,6 +313,8 @@ static void stream_step(gen *g) {
         free(g->reasoning);
         g->content = g->reasoning = NULL;
     }
+    if (calls) sse_data(g, calls);
+    free(calls);
     if (failed) stream_fail(g);
     else if (done || (g->stop_hit && g->r->done)) stream_end(g);
 }
@@ -292,21 +349,27 @@ static void stream_free(void *cls) { st_http_gen_free(cls); }
  * tokens; the same characters typed in a message's content are text, unless the server was
  * started with --content-specials parse. */
 static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t **out) {
-    size_t len = strlen(q->prompt);
+    /* chat: past a leading BOS text the template printed when the tokenizer adds BOS itself */
+    const char *text = q->chat ? st_front_prompt_text(f, q->prompt) : q->prompt;
+    size_t skip = (size_t)(text - q->prompt), len = strlen(text), k = 0;
     if (!q->chat || f->cfg.content_specials)
-        return st_tokenizer_encode_alloc(f->tok, q->prompt, len, true, q->chat != 0, out);
+        return st_tokenizer_encode_alloc(f->tok, text, len, true, q->chat != 0, out);
     size_t *r = malloc(sizeof(size_t) * 2 * (q->n_spans ? q->n_spans : 1));
     if (!r) return -1;
     for (size_t i = 0; i < q->n_spans; i++) {
-        r[2 * i] = q->spans[i].start;
-        r[2 * i + 1] = q->spans[i].len;
+        size_t start = q->spans[i].start, end = start + q->spans[i].len;
+        if (end <= skip) continue;
+        r[2 * k] = (start > skip ? start : skip) - skip;
+        r[2 * k + 1] = end - skip - r[2 * k];
+        k++;
     }
-    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, q->prompt, len, true, r, q->n_spans, out);
+    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, text, len, true, r, k, out);
     free(r);
     return n;
 }
 
-static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
+/* The sampler of choice `choice` (n > 1 offsets a given seed per choice). */
+static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *sp) {
     st_sampler_params_default(sp);
     sp->temp = q->temperature;
     sp->top_p = q->top_p;
@@ -316,7 +379,7 @@ static void sampler_of(const st_oai_request *q, st_sampler_params *sp) {
     sp->frequency_penalty = q->frequency_penalty;
     sp->repeat_penalty = q->repeat_penalty;
     sp->penalty_last_n = (q->presence_penalty != 0 || q->frequency_penalty != 0 || q->repeat_penalty != 1) ? -1 : 0;
-    sp->seed = q->has_seed ? q->seed : (st_now_ns() ^ 0x5DEECE66Dull);
+    sp->seed = q->has_seed ? q->seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull);
 }
 
 /* Tokenizes and submits; on failure answers and returns -1 (g is freed). */
@@ -341,10 +404,13 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     int32_t max_tokens = g->q.max_tokens > 0 ? g->q.max_tokens : n_ctx - (int32_t)nt;
     if (ready && max_tokens > n_ctx - (int32_t)nt) max_tokens = n_ctx - (int32_t)nt;
     st_sampler_params sp;
-    sampler_of(&g->q, &sp);
+    sampler_of(&g->q, g->choice, &sp);
     int status = 0;
     char msg[600];
-    g->r = st_front_submit(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &status, msg, sizeof msg);
+    const st_agent_req *a = &g->q.agent; /* grammar, logit biases, logprobs */
+    st_submit_extra x = {a->grammar, a->bias_ids, a->bias_vals, a->n_bias, a->want_logprobs, a->top_logprobs};
+    st_agent_lp_init(&g->lp, a->want_logprobs, g->q.chat);
+    g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
         *res = st_http_fail(c, status, status == 503 ? "server_error" : "invalid_request_error",
@@ -356,53 +422,97 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     return 0;
 }
 
-enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int chat) {
-    gen *g = calloc(1, sizeof *g);
-    if (!g) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-    g->f = f;
-    g->conn = c;
-    g->http10 = cs->http10;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    g->fd = ci ? ci->connect_fd : -1;
+/* Submits the request of choice g->choice and readies the state its tokens go through; on
+ * failure answers and returns -1 (g is freed). */
+static int gen_begin(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result *res) {
+    if (submit(f, c, g, res)) return -1;
+    int chat = g->q.chat, k = 0;
+    for (; k < g->q.n_stop; k++) g->stops[k] = g->q.stop[k];
+    for (int i = 0; f->tmpl_stops[i]; i++) g->stops[k++] = f->tmpl_stops[i];
+    g->stops[k] = NULL;
+    st_oai_text_init(&g->text, g->stops, f->think && chat && !g->q.agent.think_inline);
+    int watch = chat && ((g->q.agent.n_tools && g->q.agent.tool_choice != ST_TOOL_CHOICE_NONE) ||
+                         st_tokenizer_find(f->tok, "<|channel|>", 11) >= 0); /* tools, or harmony channels */
+    st_agent_stream_init(&g->ag, watch);
+    g->detok = st_detok_new(f->tok, watch ? ST_DETOK_SPECIAL : 0);
+    snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
+    g->created = (long)time(NULL);
+    g->t0 = st_now_ns();
+    if (g->responses && g->q.stream) g->rs = st_resp_stream_new(g->id, g->created, f->model_id);
+    if (!g->detok || (g->responses && g->q.stream && !g->rs)) {
+        st_http_gen_free(g);
+        *res = st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&g->r->mu);
+    g->r->wake = gen_wake;
+    g->r->wake_arg = g;
+    pthread_mutex_unlock(&g->r->mu);
+    return 0;
+}
+
+/* Parses the body (a Responses body turned into a chat one first) into g->q; on failure
+ * answers and returns -1 (g is freed). The body's bytes are released either way. */
+static int gen_parse(st_front *f, struct MHD_Connection *c, conn_state *cs, gen *g, int chat, enum MHD_Result *res) {
     st_oai_error e;
-    int bad = st_oai_parse(cs->body ? cs->body : "", cs->n, chat, f->tmpl, f->cfg.max_depth, &g->q, &e);
+    const char *body = cs->body ? cs->body : "";
+    size_t n = cs->n;
+    char *chat_body = NULL;
+    if (g->responses && !(chat_body = st_responses_to_chat(body, n, &e))) {
+        st_http_body_release(cs);
+        free(g);
+        *res = st_http_send_error(c, &e);
+        return -1;
+    }
+    if (chat_body) {
+        body = chat_body;
+        n = strlen(chat_body);
+    }
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
+    int bad = st_oai_parse_ex(body, n, chat, &rd, f->cfg.max_depth, &g->q, &e);
+    free(chat_body);
     st_http_body_release(cs); /* parsed: its bytes are free for other clients */
     if (bad) {
         free(g);
-        return st_http_send_error(c, &e);
+        *res = st_http_send_error(c, &e);
+        return -1;
+    }
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
+        st_http_gen_free(g);
+        *res = st_http_send_error(c, &e);
+        return -1;
     }
     if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
         st_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);
         st_http_gen_free(g);
-        return st_http_send_error(c, &e);
+        *res = st_http_send_error(c, &e);
+        return -1;
     }
+    return 0;
+}
+
+enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int kind) {
+    gen *g = calloc(1, sizeof *g);
+    if (!g) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    g->f = f;
+    g->conn = c;
+    g->http10 = cs->http10;
+    g->responses = kind == ST_HTTP_GEN_RESPONSES;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    g->fd = ci ? ci->connect_fd : -1;
     enum MHD_Result res;
-    if (submit(f, c, g, &res)) return res;
-    int k = 0;
-    for (; k < g->q.n_stop; k++) g->stops[k] = g->q.stop[k];
-    for (int i = 0; f->tmpl_stops[i]; i++) g->stops[k++] = f->tmpl_stops[i];
-    g->stops[k] = NULL;
-    st_oai_text_init(&g->text, g->stops, f->think && chat);
-    g->detok = st_detok_new(f->tok, 0);
-    if (!g->detok) {
-        st_http_gen_free(g);
-        return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-    }
-    snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
-    g->created = (long)time(NULL);
-    g->t0 = st_now_ns();
-    pthread_mutex_lock(&g->r->mu);
-    g->r->wake = gen_wake;
-    g->r->wake_arg = g;
-    pthread_mutex_unlock(&g->r->mu);
+    if (gen_parse(f, c, cs, g, kind != ST_HTTP_GEN_COMPLETION, &res)) return res;
+    g->n_choices = !g->responses && !g->q.stream && g->q.agent.n > 1 ? g->q.agent.n : 1;
+    if (g->n_choices > ST_AGENT_MAX_N) g->n_choices = ST_AGENT_MAX_N;
+    if (gen_begin(f, c, g, &res)) return res;
     cs->g = g;
     return st_http_gen_continue(f, c, cs);
 }
 
-/* The whole answer of a request that is not streamed. */
-/* The JSON of the whole answer of a request that is not streamed (malloc'ed, or NULL). */
-static char *whole_json(gen *g) {
+/* The JSON of one choice's whole answer when not streamed (malloc'ed, or NULL): tool calls
+ * parsed out of the content, logprobs, a Response for /v1/responses, the echoed prompt. */
+static char *choice_json(gen *g) {
     if (!g->stop_hit) {
         const char *s;
         size_t n2;
@@ -412,8 +522,41 @@ static char *whole_json(gen *g) {
     st_oai_usage u = usage_of(g);
     const char *fin = finish_name(g);
     log_request(g, fin);
-    return st_oai_response_json(g->q.chat, g->id, g->created, g->f->model_id, g->content ? g->content : "",
-                                g->reasoning, fin, &u);
+    char *j = st_oai_response_json(g->q.chat, g->id, g->created, g->f->model_id, g->content ? g->content : "",
+                                   g->reasoning, fin, &u);
+    if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id);
+    j = st_agent_lp_inject(&g->lp, j);
+    if (g->responses && j) {
+        char *rj = st_responses_from_chat(j);
+        if (rj) {
+            free(j);
+            j = rj;
+        }
+    }
+    if (g->q.agent.echo) j = st_agent_echo(j, g->q.prompt);
+    return j;
+}
+
+/* The JSON of the whole answer (the last choice's, merged with the earlier ones when n > 1). */
+static char *whole_json(gen *g) {
+    char *j = choice_json(g);
+    if (g->n_choices <= 1 || !j) return j;
+    g->outs[g->choice] = j;
+    return st_agent_merge_choices(g->outs, g->n_choices);
+}
+
+/* n > 1: keeps the finished choice's answer and submits the next choice; on failure answers
+ * and returns -1 (g is freed). */
+static int next_choice(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result *res) {
+    char *j = choice_json(g);
+    if (!j) {
+        st_http_gen_free(g);
+        *res = st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+        return -1;
+    }
+    g->outs[g->choice++] = j;
+    gen_clear(g);
+    return gen_begin(f, c, g, res);
 }
 
 static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
@@ -429,7 +572,10 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
  * on reading the end of stream before it let the handler answer. It then closes it. */
 static void answer_raw(gen *g) {
     st_req *r = g->r;
-    while (g->consumed < r->n_toks) take_one(g, r->toks[g->consumed++]);
+    while (g->consumed < r->n_toks) {
+        st_token_logprobs lp = lp_at(r, g->consumed);
+        take_one(g, r->toks[g->consumed++], &lp);
+    }
     char *j = NULL;
     int status = r->failed ? r->fail_status : 200;
     if (r->failed) {
@@ -494,7 +640,18 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
         } else if (g->q.stream && (any || done || failed)) {
             cs->g = NULL; /* the stream owns it now */
             g->streaming = 1;
+            if (g->q.agent.echo) { /* completions with echo: the prompt comes first */
+                char *j = st_oai_chunk_json(0, g->id, g->created, f->model_id, NULL, g->q.prompt, NULL, NULL);
+                if (j) sse_data(g, j);
+                free(j);
+            }
             return start_stream(c, g);
+        } else if (done && g->choice + 1 < g->n_choices) {
+            if (next_choice(f, c, g, &ok)) {
+                cs->g = NULL;
+                return ok;
+            }
+            continue;
         } else if (done) {
             ok = answer_whole(c, g);
         } else if (client_gone(g)) {

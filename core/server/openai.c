@@ -1,5 +1,7 @@
 #include "server/openai.h"
 
+#include "template/chat_jinja.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -159,8 +161,24 @@ static const char *dup_key(const cJSON *o, int *oom) {
     return d;
 }
 
+/* The prompt through the model's Jinja template (template/chat_jinja.h). */
+static int render_jinja(const st_oai_render *rd, cJSON *root, st_oai_request *out, st_oai_error *err) {
+    char msg[300];
+    st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
+    out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
+    if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
+    return 0;
+}
+
 int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
                  st_oai_error *err) {
+    st_oai_render r = {.builtin = t};
+    return st_oai_parse_ex(body, len, chat, &r, max_depth, out, err);
+}
+
+int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render *rd, int max_depth, st_oai_request *out,
+                    st_oai_error *err) {
+    st_chat_template t = rd->builtin;
     memset(out, 0, sizeof *out);
     out->chat = chat;
     out->max_tokens = -1;
@@ -231,25 +249,9 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
     if (r) out->max_tokens = (int32_t)v;
     if ((r = get_number(root, "max_tokens", 1, 1e9, &v, err)) < 0) goto done;
     if (r && out->max_tokens < 0) out->max_tokens = (int32_t)v;
-    if ((r = get_number(root, "n", 1, 1, &v, err)) < 0) {
-        st_oai_error_set(err, 400, NULL, "invalid_value", "n", "only n=1 is supported");
-        goto done;
-    }
-    /* features this server does not have are refused, not silently ignored */
-    cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
-    cJSON *lp = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
-    cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
-    cJSON *rft = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
-    const char *unsupported = cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0 ? "tools"
-                              : (cJSON_IsTrue(lp) || (cJSON_IsNumber(lp) && lp->valuedouble > 0)) ? "logprobs"
-                              : rf && !cJSON_IsNull(rf) && !(cJSON_IsString(rft) && !strcmp(rft->valuestring, "text"))
-                                  ? "response_format"
-                                  : NULL;
-    if (unsupported) {
-        st_oai_error_set(err, 400, NULL, "unsupported_parameter", unsupported, "'%s' is not supported by this server",
-                         unsupported);
-        goto done;
-    }
+    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_choices.c */
+    /* tools, tool_choice; features this server does not have are refused, not silently ignored */
+    if (st_agent_parse(root, chat, &out->agent, err)) goto done;
     cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
     if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream)) {
         st_oai_error_set(err, 400, NULL, "invalid_type", "stream", "'stream' must be a boolean");
@@ -319,7 +321,8 @@ int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int
             cm[i].content = txt;
             i++;
         }
-        if (!bad) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
+        if (!bad && rd->jinja && render_jinja(rd, root, out, err)) bad = 1;
+        else if (!bad && !rd->jinja) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
         for (int j = 0; j < n; j++) free(owned[j]);
         free(owned);
         free(cm);
@@ -346,6 +349,7 @@ done:
 }
 
 void st_oai_request_free(st_oai_request *r) {
+    st_agent_req_free(&r->agent);
     free(r->prompt);
     r->prompt = NULL;
     free(r->spans);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/agent.h"
 #include "server/chat.h"
 
 #define ST_OAI_MAX_STOP 4
@@ -34,6 +35,7 @@ typedef struct st_oai_request {
     int has_seed;
     char *stop[ST_OAI_MAX_STOP]; /* owned */
     int n_stop;
+    st_agent_req agent;      /* tools, tool_choice, ... (server/agent.h) */
 } st_oai_request;
 
 /* Set an error (printf-style message). Returns -1 for chaining. */
@@ -52,6 +54,18 @@ char *st_oai_error_json(const st_oai_error *e);
 int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
                  st_oai_error *err);
 void st_oai_request_free(st_oai_request *r);
+
+/* How chat messages become the prompt: the model's Jinja template when jinja is set (with the
+ * BOS/EOS texts it may print), else the built-in family. */
+struct st_jinja;
+typedef struct st_oai_render {
+    st_chat_template builtin;
+    const struct st_jinja *jinja;
+    const char *bos_token, *eos_token;
+} st_oai_render;
+/* st_oai_parse with a renderer; a template error (e.g. its raise_exception) is a 400. */
+int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render *r, int max_depth, st_oai_request *out,
+                    st_oai_error *err);
 
 /* Usage numbers of a finished request. */
 typedef struct st_oai_usage {

@@ -34,7 +34,18 @@ typedef struct st_msg_submit {
     int32_t n_prompt;
     int32_t ignore_eos;
     st_sampler_params sp;
+    int32_t n_grammar; /* GBNF bytes after the tokens (no NUL) */
+    int32_t n_bias;    /* then int32 ids[n_bias] and float biases[n_bias] */
+    int32_t want_logprobs; /* st_gen_request's */
+    int32_t top_logprobs;
 } st_msg_submit;
+
+/* A SUBMIT payload's request (server/proto_submit.c): r points into p (the grammar copied to
+ * a NUL-terminated buffer that lives until the next call). -1 when the sizes do not add up. */
+int st_msg_submit_unpack(void *p, size_t len, st_gen_request *r);
+/* The bytes after st_msg_submit for tokens, grammar and biases (malloc'ed; *n their size). */
+void *st_msg_submit_pack(const int32_t *prompt, int32_t n, const char *grammar, const int32_t *bias_ids,
+                         const float *bias_vals, int32_t n_bias, size_t *out_n);
 
 typedef struct st_msg_refused {
     uint64_t id;

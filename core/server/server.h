@@ -38,6 +38,8 @@ typedef struct st_serve_config {
     const char *report_dir;   /* crash and stall reports (default $TMPDIR or /tmp) */
     const char *exe;          /* this executable, for the engine child (default /proc/self/exe) */
     const char *const *engine_args; /* extra arguments for `strata engine` (NULL-terminated) */
+    const char *chat_template_file; /* a Jinja chat template file (overrides the GGUF's) */
+    int no_jinja;             /* use the built-in families only (--no-jinja) */
 } st_serve_config;
 
 /* Fill defaults (everything above that has one). */

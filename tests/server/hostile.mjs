@@ -77,13 +77,15 @@ await check('wrong types and values -> 400 naming the parameter', async () => {
     [{ ...good, stream: 'yes' }, 'stream'],
     [{ ...good, stop: 5 }, 'stop'],
     [{ ...good, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
-    [{ ...good, n: 2 }, 'n'],
+    [{ ...good, n: 99 }, 'n'],
     [{ ...good, model: 42 }, 'model'],
     [{ ...good, top_p: 1.5 }, 'top_p'],
     [{ ...good, seed: 'x' }, 'seed'],
-    [{ ...good, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools'],
-    [{ ...good, logprobs: true }, 'logprobs'],
-    [{ ...good, response_format: { type: 'json_object' } }, 'response_format'],
+    [{ ...good, tools: [{ type: 'function', function: { parameters: {} } }] }, 'tools'],
+    [{ ...good, logprobs: 'yes' }, 'logprobs'],
+    [{ ...good, response_format: { type: 'xml' } }, 'response_format'],
+    [{ ...good, grammar: 'root ::= undefined-rule' }, 'grammar'],
+    [{ ...good, logit_bias: { x: 1 } }, 'logit_bias'],
   ];
   for (const [body, param] of cases) {
     const r = await post(srv, '/v1/chat/completions', body, auth);
@@ -117,7 +119,7 @@ await check('prompt longer than the context -> 400 context_length_exceeded', asy
 });
 
 await check('unknown routes and methods', async () => {
-  assertError(await post(srv, '/v1/embeddings', { input: 'x' }, auth), 404);
+  assertError(await post(srv, '/v1/embeddings', { input: 'x' }, auth), 400); /* a generative model: no pooling */
   const g = await fetch(`${srv.base}/v1/chat/completions`, { headers: auth });
   assert.equal(g.status, 405);
   await stillHealthy();

@@ -1,0 +1,233 @@
+/* server.tools: tool calls parsed out of each family's output syntax (core/server/tools.c),
+ * the streamed hold-back of call markers and the rewritten response JSON
+ * (core/server/agent_http.c), and the agent fields of requests (core/server/agent_req.c). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/check.h"
+#include "server/agent.h"
+#include "server/openai.h"
+#include "server/tools.h"
+
+static int g_fail;
+
+typedef struct tcase {
+    const char *family, *text;
+    int n_calls;
+    const char *name0, *args0, *content, *reasoning;
+} tcase;
+
+#define DSB "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DSE "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DCB "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DCE "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DSEP "<\xef\xbd\x9ctool\xe2\x96\x81sep\xef\xbd\x9c>"
+
+static const tcase k_cases[] = {
+    {"hermes", "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", 1,
+     "get_weather", "{\"city\":\"Paris\"}", "Let me check.", NULL},
+    {"hermes.two", "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": 1}}\n</tool_call>", 2,
+     "a", "{}", "", NULL},
+    {"qwen3-coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>", 1,
+     "get_weather", "{\"city\":\"Paris\",\"days\":3}", "", NULL},
+    {"glm", "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>", 1, "get_weather",
+     "{\"city\":\"Paris\"}", "", NULL},
+    {"mistral.array", "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"a1b2c3d4e\"}]", 1, "get_weather",
+     "{\"city\":\"Paris\"}", "", NULL},
+    {"mistral.args", "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", 1, "get_weather", "{\"city\":\"Paris\"}", "", NULL},
+    {"deepseek.v3", DSB DCB "function" DSEP "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DCE DSE, 1, "get_weather",
+     "{\"city\":\"Paris\"}", "", NULL},
+    {"deepseek.v31", "Sure." DSB DCB "get_weather" DSEP "{\"city\": \"Paris\"}" DCE DSE, 1, "get_weather", "{\"city\":\"Paris\"}",
+     "Sure.", NULL},
+    {"harmony.call", "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}",
+     1, "get_weather", "{\"city\":\"Paris\"}", "", "Need weather."},
+    {"harmony.final", "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.", 0, NULL, NULL,
+     "It is sunny.", "Think."},
+    {"plain", "No tools needed here.", 0, NULL, NULL, "No tools needed here.", NULL},
+    {"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", 1, "get_weather", "{\"city\":\"Paris\"}", "", NULL},
+    {"llama3.python_tag", "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": 2}}", 2, "a", "{}", "", NULL},
+    {"json.not_a_call", "{\"answer\": 42}", 0, NULL, NULL, "{\"answer\": 42}", NULL},
+    {"broken", "Text <tool_call>\n{\"name\": \"get_weather\", \"argu", 0, NULL, NULL, "Text <tool_call>\n{\"name\": \"get_weather\", \"argu", NULL},
+};
+
+static void check_case(const tcase *c) {
+    st_tool_result r;
+    CHECK(st_tools_parse(c->text, &r) == 0, "server.tools %s: parse failed", c->family);
+    CHECK(r.n_calls == c->n_calls, "server.tools %s: %d calls, want %d", c->family, r.n_calls, c->n_calls);
+    if (c->n_calls && r.n_calls) {
+        CHECK(!strcmp(r.calls[0].name, c->name0), "server.tools %s: name %s", c->family, r.calls[0].name);
+        CHECK(!strcmp(r.calls[0].arguments, c->args0), "server.tools %s: arguments %s, want %s", c->family, r.calls[0].arguments, c->args0);
+    }
+    CHECK(r.content && !strcmp(r.content, c->content), "server.tools %s: content [%s], want [%s]", c->family, r.content, c->content);
+    CHECK((!c->reasoning && !r.reasoning) || (c->reasoning && r.reasoning && !strcmp(r.reasoning, c->reasoning)),
+          "server.tools %s: reasoning [%s]", c->family, r.reasoning ? r.reasoning : "(null)");
+    st_tool_result_free(&r);
+}
+
+/* Streamed piece by piece: text before the call goes out, the call never leaks as content,
+ * and the end gives one tool_calls chunk. */
+static void check_stream(void) {
+    const char *pieces[] = {"Let me ", "check.\n<tool", "_call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", NULL};
+    st_agent_stream a;
+    st_agent_stream_init(&a, 1);
+    char sent[512] = "";
+    for (int i = 0; pieces[i]; i++) {
+        char *c = strdup(pieces[i]);
+        CHECK(st_agent_stream_hold(&a, &c, NULL) == 0, "server.tools stream: hold failed");
+        if (c) strcat(sent, c);
+        free(c);
+    }
+    CHECK(!strcmp(sent, "Let me check.\n"), "server.tools stream: sent [%s] before the end", sent);
+    char *content = NULL, *reasoning = NULL;
+    char *chunk = st_agent_stream_finish(&a, "chatcmpl-7", 1, "m", &content, &reasoning);
+    CHECK(chunk && strstr(chunk, "\"tool_calls\":[{\"index\":0,\"id\":\"call_chatcmpl-7_0\",\"type\":\"function\","
+                                 "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]"),
+          "server.tools stream: chunk %s", chunk ? chunk : "(null)");
+    CHECK(a.n_calls == 1 && !content, "server.tools stream: %d calls, leftover [%s]", a.n_calls, content ? content : "");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+}
+
+/* Harmony streamed: analysis goes out as reasoning, final as content, as the pieces come. */
+static void check_harmony_stream(void) {
+    const char *pieces[] = {"<|chan", "nel|>analysis<|message|>Need", " weather.<|e", "nd|><|start|>assistant<|channel|>final<|message|>It is",
+                            " sunny<", "|end|>", NULL};
+    const char *want_content[] = {"", "", "", "It is", " sunny", ""};
+    st_agent_stream a;
+    st_agent_stream_init(&a, 1);
+    char *reasoning = NULL;
+    for (int i = 0; pieces[i]; i++) {
+        char *c = strdup(pieces[i]);
+        st_agent_stream_hold(&a, &c, &reasoning);
+        CHECK(!strcmp(c ? c : "", want_content[i]), "server.tools harmony stream piece %d: content [%s], want [%s]", i, c ? c : "",
+              want_content[i]);
+        free(c);
+        if (i == 2) CHECK(reasoning && !strcmp(reasoning, "Need weather."), "server.tools harmony stream: reasoning [%s]", reasoning ? reasoning : "");
+    }
+    char *content = NULL;
+    char *chunk = st_agent_stream_finish(&a, "x", 1, "m", &content, &reasoning);
+    CHECK(!chunk && !content, "server.tools harmony stream: nothing left at the end (%s)", content ? content : "");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+    /* a call: held, then a tool_calls chunk */
+    st_agent_stream_init(&a, 1);
+    reasoning = NULL;
+    char *c = strdup("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}");
+    st_agent_stream_hold(&a, &c, &reasoning);
+    CHECK(!c, "server.tools harmony call: nothing sent before the end");
+    free(c);
+    content = NULL;
+    chunk = st_agent_stream_finish(&a, "y", 1, "m", &content, &reasoning);
+    CHECK(chunk && strstr(chunk, "get_weather") && a.n_calls == 1, "server.tools harmony call: %s", chunk ? chunk : "(none)");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+}
+
+/* A streamed Llama 3 call (bare JSON) is held to the end and becomes a tool call. */
+static void check_llama_stream(void) {
+    const char *pieces[] = {"{\"name\": \"f\", ", "\"parameters\": {\"x\": 1}}", NULL};
+    st_agent_stream a;
+    st_agent_stream_init(&a, 1);
+    int leaked = 0;
+    for (int i = 0; pieces[i]; i++) {
+        char *c = strdup(pieces[i]);
+        st_agent_stream_hold(&a, &c, NULL);
+        leaked |= c != NULL;
+        free(c);
+    }
+    char *content = NULL, *reasoning = NULL;
+    char *chunk = st_agent_stream_finish(&a, "z", 1, "m", &content, &reasoning);
+    CHECK(!leaked && chunk && a.n_calls == 1 && !content, "server.tools llama stream: leaked %d, chunk %s", leaked, chunk ? chunk : "(none)");
+    free(chunk);
+    free(content);
+    free(reasoning);
+    st_agent_stream_free(&a);
+}
+
+static void check_rewrite(void) {
+    st_oai_usage u = {5, 7, 0};
+    const char *text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+    char *j = st_oai_response_json(1, "chatcmpl-1", 1, "m", text, NULL, "stop", &u);
+    j = st_agent_response_rewrite(j, text, "chatcmpl-1");
+    cJSON *o = cJSON_Parse(j);
+    cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), *m = cJSON_GetObjectItem(ch, "message");
+    cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 0);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(m, "content")), "server.tools rewrite: content not null: %s", j);
+    CHECK(!strcmp(cJSON_GetObjectItem(ch, "finish_reason")->valuestring, "tool_calls"), "server.tools rewrite: finish %s", j);
+    CHECK(tc && !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(tc, "function"), "arguments")->valuestring, "{\"a\":1}"),
+          "server.tools rewrite: %s", j);
+    cJSON_Delete(o);
+    free(j);
+}
+
+static void check_request(void) {
+    st_oai_request q;
+    st_oai_error e;
+    const char *ok = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+                     "{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}";
+    CHECK(st_oai_parse(ok, strlen(ok), 1, ST_CHAT_CHATML, 32, &q, &e) == 0, "server.tools request: refused: %s", e.message);
+    CHECK(q.agent.n_tools == 1 && q.agent.tool_choice == ST_TOOL_CHOICE_NAMED && !strcmp(q.agent.tool_name, "f"),
+          "server.tools request: tools %d choice %d", q.agent.n_tools, q.agent.tool_choice);
+    st_oai_request_free(&q);
+    const char *bad = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{}}]}";
+    CHECK(st_oai_parse(bad, strlen(bad), 1, ST_CHAT_CHATML, 32, &q, &e) < 0 && e.status == 400 && !strcmp(e.param, "tools") &&
+              strstr(e.message, "tools[0].function.name"),
+          "server.tools request: a nameless tool must be a 400 naming tools[0]: %s", e.message);
+    const char *req = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tool_choice\":\"required\"}";
+    CHECK(st_oai_parse(req, strlen(req), 1, ST_CHAT_CHATML, 32, &q, &e) < 0 && !strcmp(e.param, "tool_choice"),
+          "server.tools request: required without tools must be refused");
+}
+
+/* /v1/responses: input items become chat messages; chat chunks become typed events. */
+static void check_responses(void) {
+    st_oai_error e;
+    const char *body = "{\"instructions\":\"sys\",\"input\":[{\"role\":\"user\",\"content\":\"q\"},"
+                       "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+                       "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"42\"}],"
+                       "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{}}],\"max_output_tokens\":9}";
+    char *chat = st_responses_to_chat(body, strlen(body), &e);
+    cJSON *o = chat ? cJSON_Parse(chat) : NULL;
+    cJSON *msgs = cJSON_GetObjectItem(o, "messages");
+    CHECK(cJSON_GetArraySize(msgs) == 4, "server.tools responses: %s", chat ? chat : e.message);
+    cJSON *a = cJSON_GetArrayItem(msgs, 2), *t = cJSON_GetArrayItem(msgs, 3);
+    CHECK(a && !strcmp(cJSON_GetObjectItem(a, "role")->valuestring, "assistant") &&
+              !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "tool_calls"), 0), "function"), "name")->valuestring, "f"),
+          "server.tools responses: the function_call is an assistant tool call: %s", chat);
+    CHECK(t && !strcmp(cJSON_GetObjectItem(t, "role")->valuestring, "tool") && !strcmp(cJSON_GetObjectItem(t, "tool_call_id")->valuestring, "c1"),
+          "server.tools responses: the output is a tool message: %s", chat);
+    CHECK(cJSON_GetObjectItem(o, "max_tokens")->valueint == 9 &&
+              !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 0), "type")->valuestring, "function"),
+          "server.tools responses: max_output_tokens and tools: %s", chat);
+    cJSON_Delete(o);
+    free(chat);
+    st_resp_stream *rs = st_resp_stream_new("chatcmpl-9", 1, "m");
+    char *ev = NULL;
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_x\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":null}]}", &ev);
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}", &ev);
+    st_resp_stream_feed(rs, "{\"id\":\"chatcmpl-9\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}", &ev);
+    CHECK(ev && strstr(ev, "event: response.created") && strstr(ev, "event: response.function_call_arguments.done") &&
+              strstr(ev, "\"call_id\":\"call_x\"") && strstr(ev, "event: response.completed"),
+          "server.tools responses stream: %s", ev ? ev : "(none)");
+    free(ev);
+    st_resp_stream_free(rs);
+}
+
+int main(void) {
+    check_responses();
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) check_case(&k_cases[i]);
+    check_stream();
+    check_harmony_stream();
+    check_llama_stream();
+    check_rewrite();
+    check_request();
+    printf("server.tools: %d failures\n", g_fail);
+    return g_fail ? 1 : 0;
+}
