@@ -38,7 +38,7 @@ static enum MHD_Result bad(struct MHD_Connection *c, const char *param, const ch
 static enum MHD_Result apply_template(st_front *f, struct MHD_Connection *c, const char *body, size_t n) {
     st_oai_request q;
     st_oai_error e;
-    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text, 0};
     if (st_oai_parse_ex(body, n, 1, &rd, f->cfg.max_depth, &q, &e)) return reply_error(c, &e);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "prompt", q.prompt);

@@ -468,7 +468,7 @@ static int gen_parse(st_front *f, struct MHD_Connection *c, conn_state *cs, gen 
         body = chat_body;
         n = strlen(chat_body);
     }
-    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text, !f->cfg.content_specials};
     int bad = st_oai_parse_ex(body, n, chat, &rd, f->cfg.max_depth, &g->q, &e);
     free(chat_body);
     st_http_body_release(cs); /* parsed: its bytes are free for other clients */

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,12 @@ static int render_jinja(const st_oai_render *rd, cJSON *root, st_oai_request *ou
     st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
     out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
     if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
+    if (rd->content_spans && st_chat_jinja_spans(rd->jinja, root, &o, out->prompt, &out->spans, &out->n_spans)) {
+        static atomic_int noted;
+        if (!atomic_exchange(&noted, 1))
+            fprintf(stderr, "strata serve: note: the chat template changes a message's content beyond trimming it; "
+                            "control tokens typed in such a request's content are parsed as special tokens\n");
+    }
     return 0;
 }
 
