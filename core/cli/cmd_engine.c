@@ -143,7 +143,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
     if (st_msg_recv(fd, &type, &p, &len)) return -1;
     if (type == ST_MSG_SUBMIT && len >= sizeof(st_msg_submit)) {
         st_msg_submit *s = p;
-        st_gen_request r;
+        st_gen_request r; /* tokens, grammar and biases follow the struct (server/proto_submit.c) */
         char err[256] = "";
         if (st_msg_submit_unpack(p, len, &r) || st_engine_submit(e, &r, err, sizeof err)) {
             st_msg_refused rf;
@@ -184,8 +184,8 @@ typedef struct engine_run {
     st_tokenizer *tok;
     int planned;
     st_model *m;
-    st_gvocab *gv; /* the vocabulary for grammar-constrained requests (NULL: they are refused) */
     st_engine *e;
+    st_gvocab *gv; /* the vocabulary for grammar-constrained requests (NULL: they are refused) */
 } engine_run;
 
 static void engine_release(engine_run *er) {

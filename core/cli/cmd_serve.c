@@ -21,6 +21,7 @@ static int usage(FILE *f) {
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
+            "                    [--cors '*'|ORIGIN,ORIGIN]\n"
             "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
             "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe; -fa, -ngl, -b are ignored\n"
             "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
@@ -63,6 +64,7 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     else if (!strcmp(k, "chat-template")) c->chat_template = v;
     else if (!strcmp(k, "chat-template-file")) c->chat_template_file = v;
     else if (!strcmp(k, "no-jinja")) c->no_jinja = 1;
+    else if (!strcmp(k, "cors")) c->cors = v;
     else if (!strcmp(k, "ctx-total")) {
         if (num_opt("--ctx-size", v, 0, 1 << 26, &x)) return -1;
         g_ctx_total = (int)x;
@@ -255,7 +257,7 @@ static const char *const k_known[] = {"--model", "--host", "--port", "--parallel
                                      "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe",
                                      "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
                                      "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
-                                     "--http-threads", NULL};
+                                     "--http-threads", "--cors", NULL};
 
 /* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
  * is not one, -1 when its value is missing. Its note is printed. */

@@ -59,11 +59,14 @@ typedef struct st_engine_experts {
     uint64_t belady_hits; /* Belady's optimum on the same lookups, same slots, same residents at
                              admission: no policy could have hit more */
     uint64_t bytes_device, bytes_host, bytes_upload; /* per tier, as st_expert_stats counts them */
-    double cpu_ms;        /* wall time of the CPU module computing misses */
+    double cpu_ms;        /* wall time of the CPU module computing misses (the CPU pipe) */
+    uint64_t streamed;    /* missed experts copied to staging slots and computed on the device
+                             (the copy pipe) */
+    double route_ms;      /* wall time waiting for the routers' choices to reach the host */
 } st_engine_experts;
 
 /* One line for a request's log: "experts: hit 93.1% (belady 97.4%) of 12288 lookups in 14 steps,
- * 1.2 GiB dev / 310.0 MiB host / 0 B upload, cpu 41 ms" (plus ", steps shared with up to N other requests" when
+ * 1.2 GiB dev / 310.0 MiB host / 0 B upload, cpu 41 ms, 120 streamed, router sync 3 ms" (plus ", steps shared with up to N other requests" when
  * others ran beside it); "" when !x->valid. Returns the bytes written (truncated at len). */
 size_t st_engine_experts_format(const st_engine_experts *x, char *buf, size_t len);
 

@@ -29,6 +29,8 @@ void st_expert_window_open(st_expert_window *w, const st_model *m) {
     st_model_expert_info_get(m, &in);
     w->stats = in.stats;
     w->cpu_s = in.cpu_s;
+    w->route_s = in.route_s;
+    w->stage_experts = in.stage_experts;
     w->forwards = in.forwards;
     w->pos = st_model_expert_trace_pos(m);
     memcpy(w->resident, st_expert_cache_table(c), (size_t)w->n_keys * sizeof *w->resident);
@@ -58,6 +60,8 @@ void st_expert_window_close(st_expert_window *w, const st_model *m, st_engine_ex
     out->bytes_host = diff(in.stats.bytes_host, w->stats.bytes_host);
     out->bytes_upload = diff(in.stats.bytes_upload, w->stats.bytes_upload);
     out->cpu_ms = in.cpu_s > w->cpu_s ? (in.cpu_s - w->cpu_s) * 1e3 : 0;
+    out->streamed = diff(in.stage_experts, w->stage_experts);
+    out->route_ms = in.route_s > w->route_s ? (in.route_s - w->route_s) * 1e3 : 0;
     const uint64_t to = st_model_expert_trace_pos(m);
     st_expert_stats bel;
     char err[256];
@@ -91,7 +95,8 @@ size_t st_engine_experts_format(const st_engine_experts *x, char *buf, size_t le
     put_bytes(&o, x->bytes_host);
     st_textbuf_put(&o, " host / ");
     put_bytes(&o, x->bytes_upload);
-    st_textbuf_put(&o, " upload, cpu %.0f ms", x->cpu_ms);
+    st_textbuf_put(&o, " upload, cpu %.0f ms, %llu streamed, router sync %.0f ms", x->cpu_ms,
+                   (unsigned long long)x->streamed, x->route_ms);
     if (x->max_slots > 1)
         st_textbuf_put(&o, ", steps shared with up to %d other request%s", x->max_slots - 1, x->max_slots > 2 ? "s" : "");
     return st_textbuf_done(&o);

@@ -16,7 +16,8 @@ typedef struct st_expert_window {
     int open;                /* a request's window is running */
     int32_t max_slots;       /* most requests in one step since it opened */
     st_expert_stats stats;   /* the cache's counters at the opening */
-    double cpu_s;
+    double cpu_s, route_s;
+    uint64_t stage_experts;
     uint64_t forwards, pos;  /* forwards and trace position at the opening */
     int32_t *resident;       /* [n_layer * n_expert] the cache's slot table then; owned; NULL = no cache */
     int64_t n_keys;

@@ -407,8 +407,14 @@ size_t st_offload_format_metrics(const st_offload *o, st_model *m, char *buf, si
         int w = snprintf(buf + n, len - n,
                          "# TYPE strata_expert_cpu_seconds_total counter\nstrata_expert_cpu_seconds_total %.6f\n"
                          "# TYPE strata_expert_cpu_assignments_total counter\n"
-                         "strata_expert_cpu_assignments_total %llu\n",
-                         in.cpu_s, (unsigned long long)in.cpu_assign);
+                         "strata_expert_cpu_assignments_total %llu\n"
+                         "# TYPE strata_expert_streamed_total counter\nstrata_expert_streamed_total %llu\n"
+                         "# TYPE strata_expert_streamed_assignments_total counter\n"
+                         "strata_expert_streamed_assignments_total %llu\n"
+                         "# TYPE strata_expert_route_sync_seconds_total counter\n"
+                         "strata_expert_route_sync_seconds_total %.6f\n",
+                         in.cpu_s, (unsigned long long)in.cpu_assign, (unsigned long long)in.stage_experts,
+                         (unsigned long long)in.stage_assign, in.route_s);
         if (w > 0) n += (size_t)w < len - n ? (size_t)w : len - n - 1;
     }
     return n;

@@ -25,7 +25,7 @@ typedef struct st_agent_req {
     float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
-    int n;                  /* choices (1..ST_AGENT_MAX_N) */
+    int n;                  /* choices (1..ST_AGENT_MAX_N; more than 1 only without streaming) */
     char *tools_json;       /* the tools (owned) when tool_choice asks for a call */
     int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
@@ -99,7 +99,7 @@ int st_tool_syntax_of_template(const char *jinja);
 int st_agent_force_tools(st_agent_req *a, int syntax, struct st_oai_error *err);
 
 /* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
-/* The request's n (1 when absent or invalid: the parser reports those). */
+/* The request's n when it asks for several choices without streaming (2..ST_AGENT_MAX_N), else 1. */
 int st_agent_peek_n(const char *body, size_t len);
 /* One response JSON with the choices of json[0..n) (indexes 0..n-1, usage summed over the
  * completions, the prompt counted once). Malloc'ed; the inputs are not freed. */

@@ -1,5 +1,5 @@
-/* n > 1 (one generation per choice, run one after the other: each reuses the prompt's KV
- * through the engine's prefix cache) and echo for completions. */
+/* n > 1 (one generation per choice, run one after the other on the same connection: each
+ * reuses the prompt's KV through the engine's prefix cache) and echo for completions. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>

@@ -38,7 +38,7 @@ static enum MHD_Result bad(struct MHD_Connection *c, const char *param, const ch
 static enum MHD_Result apply_template(st_front *f, struct MHD_Connection *c, const char *body, size_t n) {
     st_oai_request q;
     st_oai_error e;
-    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text, 0};
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text};
     if (st_oai_parse_ex(body, n, 1, &rd, f->cfg.max_depth, &q, &e)) return reply_error(c, &e);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "prompt", q.prompt);
@@ -144,6 +144,11 @@ static enum MHD_Result embeddings(st_front *f, struct MHD_Connection *c) {
     return reply_error(c, &e);
 }
 
+int st_agent_is_route(const char *url) {
+    return !strcmp(url, "/v1/embeddings") || !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") ||
+           !strcmp(url, "/detokenize") || !strcmp(url, "/props");
+}
+
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res) {
     int post = !strcmp(method, "POST");
@@ -171,5 +176,48 @@ int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const
     if (!cJSON_IsObject(req)) *res = bad(c, NULL, "the body must be a JSON object");
     else *res = !strcmp(url, "/tokenize") ? tokenize(f, c, req) : detokenize(f, c, req);
     cJSON_Delete(req);
+    return 1;
+}
+
+/* ---- CORS ------------------------------------------------------------------------------------ */
+static const char *g_cors; /* set before the daemon starts, read-only afterwards */
+
+void st_agent_cors_set(const char *origins) { g_cors = origins && *origins ? origins : NULL; }
+
+/* The origin to echo back, or NULL when this request's Origin is not allowed. */
+static const char *allowed_origin(struct MHD_Connection *c) {
+    const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!g_cors || !o) return NULL;
+    if (!strcmp(g_cors, "*")) return "*";
+    size_t n = strlen(o);
+    for (const char *p = g_cors; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        while (l && *p == ' ') p++, l--;
+        if (l == n && !memcmp(p, o, n)) return o;
+        p += l + (e != NULL);
+    }
+    return NULL;
+}
+
+void st_agent_cors_headers(struct MHD_Connection *c, struct MHD_Response *r) {
+    const char *o = allowed_origin(c);
+    if (!o) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+    if (strcmp(o, "*")) MHD_add_response_header(r, "Vary", "Origin");
+}
+
+int st_agent_preflight(struct MHD_Connection *c, const char *method, enum MHD_Result *res) {
+    if (strcmp(method, "OPTIONS") || !g_cors) return 0;
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    st_agent_cors_headers(c, r);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Beta, X-Stainless-Lang, "
+                                                               "X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, "
+                                                               "X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, "
+                                                               "X-Stainless-Timeout");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    *res = MHD_queue_response(c, 204, r);
+    MHD_destroy_response(r);
     return 1;
 }

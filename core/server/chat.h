@@ -43,7 +43,7 @@ char *st_chat_render_spans(st_chat_template t, const st_chat_message *msgs, size
                            size_t *n_spans);
 /* The spans of the messages' contents in prompt, rendered by the Jinja template t from the
  * chat request req with options o (server/jinja_spans.c): 0 with *spans (malloc'ed, may be
- * NULL), or -1 when the template does more to a content than trimming it (no spans then). */
+ * NULL), or -1 when the template does more to a content than trimming it (no spans known). */
 struct cJSON;
 struct st_jinja;
 struct st_chat_jinja_opts;

@@ -198,7 +198,7 @@ st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t m
 
 st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                            const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen) {
-    size_t nbody = 0;
+    size_t nbody = 0; /* tokens, grammar, biases: server/proto_submit.c */
     void *body = st_msg_submit_pack(prompt, n, x ? x->grammar : NULL, x ? x->bias_ids : NULL, x ? x->bias_vals : NULL,
                                     x ? x->n_bias : 0, &nbody);
     st_req *r = body ? req_new() : NULL;

@@ -96,6 +96,14 @@ typedef struct st_front {
     int tool_syntax;         /* ST_TOOL_SYNTAX_* of the template: tool_choice required/named is enforced */
 } st_front;
 
+/* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)
+ * unless a built-in was named with --chat-template. A GGUF template that does not parse or
+ * render a plain conversation falls back to the built-in family with a warning; a file that
+ * does not is an error (-1, printed). */
+int st_front_load_jinja(st_front *f, const char *gguf_jinja);
+/* The prompt text to tokenize: past a leading BOS text the template printed when the
+ * tokenizer adds BOS itself (so it is not there twice). */
+const char *st_front_prompt_text(const st_front *f, const char *prompt);
 /* Requests (front.c), shared with the supervisor. */
 void st_front_on_event(st_front *f, const st_engine_event *ev);
 void st_req_fail(st_req *r, int status, const char *code, const char *msg);
@@ -118,15 +126,6 @@ void st_engine_shutdown(st_front *f, pthread_t reader);
 int st_front_retry_after(st_front *f);
 /* 1 when the engine is ready and its heartbeats are on time (f->mu not held). */
 int st_front_engine_up(st_front *f);
-
-/* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)
- * unless a built-in was named with --chat-template. A GGUF template that does not parse or
- * render a plain conversation falls back to the built-in family with a warning; a file that
- * does not is an error (-1, printed). */
-int st_front_load_jinja(st_front *f, const char *gguf_jinja);
-/* The prompt text to tokenize: past a leading BOS text the template printed when the
- * tokenizer adds BOS itself (so it is not there twice). */
-const char *st_front_prompt_text(const st_front *f, const char *prompt);
 
 /* Register a request and send it to the engine. Returns the request (refs held by the caller
  * and the registry), or NULL with *status/msg when the engine is not ready (503). */

@@ -12,6 +12,7 @@
  *    held at once (a body past it is dropped and answered 503);
  *  - the API key is checked on the headers, before any body byte is kept. */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,18 +23,18 @@
 #include <cjson/cJSON.h>
 
 #include "platform/platform.h"
+#include "server/agent.h"
 #include "server/agent_routes.h"
 #include "server/http_internal.h"
 
-/* R_RESPONSES is /v1/responses (over chat, server/agent_responses.c); R_AGENT the utility
- * routes of server/agent_routes.c (/apply-template, /tokenize, /detokenize, /props,
- * /v1/embeddings). */
-enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESPONSES, R_AGENT };
+enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESP, R_AGENT };
 
 /* The server this process runs (one per process): for Retry-After. */
 static st_front *g_front;
 /* Bytes of request bodies held now, all connections together. */
 static atomic_size_t g_buffered;
+/* Connections that ended because their client went away (the library's messages about them). */
+static atomic_ulong g_client_closures;
 
 void st_http_keep_alive_header(struct MHD_Response *r) {
     if (!g_front) return;
@@ -46,6 +47,7 @@ enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *t
                              const char *hname, const char *hval) {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
+    st_agent_cors_headers(c, r); /* --cors (server/agent_routes.c) */
     MHD_add_response_header(r, "Content-Type", type);
     if (hname && hval) MHD_add_response_header(r, hname, hval);
     st_http_keep_alive_header(r);
@@ -275,8 +277,11 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
              "# TYPE strata_http_connections gauge\nstrata_http_connections %d\n"
              "# HELP strata_http_connections_cut_total connections closed for missing their header deadline\n"
              "# TYPE strata_http_connections_cut_total counter\nstrata_http_connections_cut_total %llu\n"
-             "# TYPE strata_http_buffered_bytes gauge\nstrata_http_buffered_bytes %zu\n",
-             g_n_conns, (unsigned long long)g_cut_total, (size_t)atomic_load(&g_buffered));
+             "# TYPE strata_http_buffered_bytes gauge\nstrata_http_buffered_bytes %zu\n"
+             "# HELP strata_http_client_closures_total connections that ended because their client went away\n"
+             "# TYPE strata_http_client_closures_total counter\nstrata_http_client_closures_total %lu\n",
+             g_n_conns, (unsigned long long)g_cut_total, (size_t)atomic_load(&g_buffered),
+             (unsigned long)atomic_load(&g_client_closures));
     pthread_mutex_unlock(&g_conn_mu);
     /* the engine's memory plan and expert cache lines, as it sent them */
     pthread_mutex_lock(&f->mu);
@@ -295,23 +300,13 @@ static enum MHD_Result handle_metrics(st_front *f, struct MHD_Connection *c) {
 static int route_of(const char *url) {
     if (!strcmp(url, "/v1/chat/completions")) return R_CHAT;
     if (!strcmp(url, "/v1/completions")) return R_CMPL;
-    if (!strcmp(url, "/v1/responses")) return R_RESPONSES;
     if (!strcmp(url, "/health")) return R_HEALTH;
     if (!strcmp(url, "/v1/models")) return R_MODELS;
     if (!strcmp(url, "/metrics")) return R_METRICS;
-    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-        !strcmp(url, "/props") || !strcmp(url, "/v1/embeddings"))
-        return R_AGENT;
+    if (!strcmp(url, "/v1/responses")) return R_RESP;
+    if (st_agent_is_route(url)) return R_AGENT; /* /apply-template, /tokenize, ... (server/agent_routes.c) */
     return R_NONE;
 }
-
-/* Routes that read a body (kept up to the limits); the others take GET and HEAD. */
-static int takes_post(int route, const char *url) {
-    return route == R_CHAT || route == R_CMPL || route == R_RESPONSES || (route == R_AGENT && strcmp(url, "/props"));
-}
-
-/* The key guards the API (/v1/) and the utility routes; probes (/health, /metrics) need none. */
-static int needs_key(int route, const char *url) { return route == R_AGENT || !strncmp(url, "/v1/", 4); }
 
 /* The headers are complete: everything that can be refused without the body is refused now,
  * so no body byte is kept for it. */
@@ -322,8 +317,14 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
     *con_cls = cs;
     cs->http10 = version && !strcmp(version, MHD_HTTP_VERSION_1_0);
     track_waiting(c, 0);
+    enum MHD_Result pre;
+    if (st_agent_preflight(c, method, &pre)) return pre; /* CORS preflight (--cors) */
     cs->route = route_of(url);
-    int gen = takes_post(cs->route, url);
+    int gen = cs->route == R_CHAT || cs->route == R_CMPL || cs->route == R_RESP;
+    if (cs->route == R_AGENT) { /* its methods are checked by the route itself */
+        snprintf(cs->url, sizeof cs->url, "%s", url);
+        gen = !strcmp(method, "POST");
+    }
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     char m[300];
     if (cs->route == R_NONE) {
@@ -332,7 +333,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         st_oai_utf8_clean(m, strlen(m), clean, sizeof clean);
         return st_http_fail(c, 404, "invalid_request_error", "not_found", NULL, clean);
     }
-    if (gen ? strcmp(method, "POST") : !get) {
+    if (cs->route != R_AGENT && (gen ? strcmp(method, "POST") : !get)) {
         st_oai_error e;
         st_oai_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL, "%s takes %s", url,
                          gen ? "POST" : "GET or HEAD");
@@ -341,8 +342,8 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         free(j);
         return ok;
     }
-    /* probes (/health, /metrics) need no key; the API does */
-    if (f->cfg.api_key && needs_key(cs->route, url) &&
+    /* probes (/health, /metrics) need no key; the API and the utility routes do */
+    if (f->cfg.api_key && (cs->route == R_AGENT || !strncmp(url, "/v1/", 4)) &&
         !key_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), f->cfg.api_key))
         return st_http_fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");
@@ -351,7 +352,6 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         snprintf(m, sizeof m, "the request body is larger than %zu bytes", f->cfg.max_body);
         return st_http_fail(c, 413, "invalid_request_error", "request_too_large", NULL, m);
     }
-    cs->body_wanted = gen;
     if (cl && gen) { /* the exact size, at once: no growth, no slack */
         size_t want = (size_t)strtoull(cl, NULL, 10) + 1;
         if (atomic_fetch_add(&g_buffered, want) + want > f->cfg.max_buffered) {
@@ -371,7 +371,8 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
 static enum MHD_Result on_body(st_front *f, conn_state *cs, const char *data, size_t *size) {
     size_t add = *size;
     *size = 0;
-    if (cs->too_big || cs->over_cap || !cs->body_wanted) return MHD_YES;
+    if (cs->too_big || cs->over_cap || (cs->route != R_CHAT && cs->route != R_CMPL && cs->route != R_RESP && cs->route != R_AGENT))
+        return MHD_YES;
     if (cs->n + add > f->cfg.max_body) {
         cs->too_big = 1;
         st_http_body_release(cs);
@@ -397,8 +398,7 @@ static enum MHD_Result on_body(st_front *f, conn_state *cs, const char *data, si
     return MHD_YES;
 }
 
-static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, const char *url, const char *method,
-                                   conn_state *cs) {
+static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_state *cs) {
     if (cs->too_big) {
         char m[128];
         snprintf(m, sizeof m, "the request body is larger than %zu bytes", f->cfg.max_body);
@@ -408,14 +408,30 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, const 
         return st_http_fail(c, 503, "server_error", "server_busy", NULL,
                             "the server holds too many request bodies now (--max-buffered); retry");
     switch (cs->route) {
-    case R_CHAT: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_CHAT);
-    case R_CMPL: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_COMPLETION);
-    case R_RESPONSES: return st_http_gen_start(f, c, cs, ST_HTTP_GEN_RESPONSES);
     case R_AGENT: {
-        enum MHD_Result res = MHD_NO;
-        st_agent_route(f, c, url, method, cs->body ? cs->body : "", cs->n, &res);
-        return res;
+        enum MHD_Result r;
+        st_agent_route(f, c, cs->url, cs->body ? "POST" : "GET", cs->body ? cs->body : "", cs->n, &r);
+        return r;
     }
+    case R_RESP: { /* the Responses API as a chat request (server/agent_responses.c) */
+        st_oai_error e;
+        char *chat = st_responses_to_chat(cs->body ? cs->body : "", cs->n, &e);
+        st_http_body_release(cs);
+        if (!chat) return st_http_send_error(c, &e);
+        cs->body = chat; /* not counted in the buffered bytes (cap 0): the release only frees it */
+        cs->n = strlen(chat);
+        cs->responses = 1;
+        return st_http_gen_start(f, c, cs, 1);
+    }
+    case R_CHAT:
+    case R_CMPL:
+        if ((cs->n_choices = st_agent_peek_n(cs->body ? cs->body : "", cs->n)) > 1) { /* server/agent_choices.c */
+            cs->choices_body = malloc(cs->n + 1);
+            if (!cs->choices_body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+            memcpy(cs->choices_body, cs->body, cs->n);
+            cs->choices_n = cs->n;
+        }
+        return st_http_gen_start(f, c, cs, cs->route == R_CHAT);
     case R_HEALTH: return handle_health(f, c);
     case R_MODELS: return handle_models(f, c);
     default: return handle_metrics(f, c);
@@ -429,7 +445,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cs) return on_headers(f, c, url, method, version, con_cls);
     if (*upload_size) return on_body(f, cs, upload, upload_size);
     if (cs->g) return st_http_gen_continue(f, c, cs);
-    return on_complete(f, c, url, method, cs);
+    return on_complete(f, c, cs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
@@ -439,10 +455,29 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (cs) {
         st_http_gen_free(cs->g); /* a client that went away before its answer */
         st_http_body_release(cs);
+        free(cs->choices_body);
+        for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
         free(cs);
     }
     *con_cls = NULL;
     track_waiting(c, 1); /* keep-alive: the next request's headers have a deadline */
+}
+
+/* The library's messages: those about clients that went away (a cancelled stream, a closed
+ * socket) are counted in /metrics, not printed; the rest get the server's prefix. */
+static void http_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    static const char *const benign[] = {"Closing connection (application error", "Connection socket is closed when reading",
+                                         "forcibly closed by remote peer", "closed by remote side", "Connection reset"};
+    for (size_t i = 0; i < sizeof benign / sizeof benign[0]; i++)
+        if (strstr(line, benign[i])) {
+            atomic_fetch_add(&g_client_closures, 1);
+            return;
+        }
+    size_t l = strcspn(line, "\n");
+    fprintf(stderr, "strata serve: http: %.*s\n", (int)l, line);
 }
 
 /* Connections need file descriptors: the soft limit goes up to the hard one. */
@@ -465,6 +500,7 @@ static int fit_fd_limit(st_front *f) {
 
 void *st_http_start(st_front *f) {
     g_front = f;
+    st_agent_cors_set(f->cfg.cors);
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -476,7 +512,8 @@ void *st_http_start(st_front *f) {
     unsigned limit = (unsigned)fit_fd_limit(f);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-        (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)f->cfg.max_conn_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(f->cfg.body_timeout + 0.5),

@@ -1,5 +1,4 @@
-/* The generation endpoints (/v1/chat/completions, /v1/completions, /v1/responses), streamed
- * and not; tool calls, logprobs, n > 1 and echo through the agent modules (server/agent*.c).
+/* The generation endpoints (/v1/chat/completions, /v1/completions), streamed and not.
  *
  * Nothing here blocks a server thread: a request that waits for tokens suspends its
  * connection; the engine reader resumes it through the request's wake hook when the request
@@ -12,11 +11,7 @@
  * read hang-up gets an interim "HTTP/1.1 100 Continue" (every HTTP/1.1 client skips it): a
  * client that only half-closed reads on and gets its answer; one that is gone answers with a
  * reset, and the request is cancelled at the next look. Inside a stream, an SSE comment line
- * does the same.
- *
- * n > 1 (not streamed): the choices run one after the other on the same connection, each
- * reusing the prompt's KV through the engine's prefix cache; the answers are merged at the end.
- * A half-closed client is answered by answer_raw only after the last choice. */
+ * does the same. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -26,6 +21,8 @@
 #include <time.h>
 
 #include "platform/platform.h"
+#include "server/agent.h"
+#include "server/agent_routes.h"
 #include "server/http_internal.h"
 
 struct gen {
@@ -53,10 +50,11 @@ struct gen {
     uint64_t t0;
     st_agent_stream ag; /* tool calls (server/agent_http.c) */
     st_agent_lp lp;     /* logprobs (server/agent_logprobs.c) */
-    int responses;      /* /v1/responses: the answer is a Response (server/agent_responses*.c) */
-    st_resp_stream *rs; /* ... streamed: chunks become typed events */
-    int choice, n_choices;          /* n > 1: the choice running now, of how many */
-    char *outs[ST_AGENT_MAX_N];     /* the answers of the finished choices */
+    st_resp_stream *rs; /* /v1/responses streamed: chunks become typed events (server/agent_responses_out.c) */
+    int responses;      /* /v1/responses */
+    int choice;         /* n > 1: which choice this generation is */
+    conn_state *cs;     /* n > 1, the last choice: the connection's state with the earlier answers */
+    int last;           /* the last (or only) choice: a half-closed client can be answered */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -83,21 +81,11 @@ static void sse_data(gen *g, const char *json) {
 }
 
 
-/* Token i's log probabilities as the engine sent them (zero when none; under r->mu). */
-static st_token_logprobs lp_at(const st_req *r, int32_t i) {
-    st_token_logprobs lp;
-    memset(&lp, 0, sizeof lp);
-    if (r->lps && i < r->lps_cap) lp = r->lps[i];
-    return lp;
-}
-
-/* One received token into text (content / reasoning) and logprobs; 1 when a stop string
- * matched. */
-static int take_one(gen *g, int32_t t, const st_token_logprobs *lp) {
+/* One received token into text (content / reasoning); 1 when a stop string matched. */
+static int take_one(gen *g, int32_t t) {
     const char *s;
     size_t n;
     if (g->stop_hit) return 0;
-    st_agent_lp_add(&g->lp, g->f->tok, t, lp);
     if (st_detok_push(g->detok, t, &s, &n) == 0 && n &&
         st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning) == 1) {
         g->stop_hit = 1;
@@ -115,10 +103,12 @@ static void take_tokens(gen *g, int max) {
             pthread_mutex_unlock(&r->mu);
             break;
         }
-        st_token_logprobs lp = lp_at(r, g->consumed);
         int32_t t = r->toks[g->consumed++];
+        st_token_logprobs lp = {0};
+        if (r->lps && g->consumed - 1 < r->lps_cap) lp = r->lps[g->consumed - 1];
         pthread_mutex_unlock(&r->mu);
-        if (take_one(g, t, &lp)) st_front_cancel(g->f, g->r);
+        if (!g->stop_hit) st_agent_lp_add(&g->lp, g->f->tok, t, &lp);
+        if (take_one(g, t)) st_front_cancel(g->f, g->r);
     }
 }
 
@@ -171,8 +161,8 @@ static void answer_raw(gen *g);
 static void gen_wake(void *arg, int tick) {
     gen *g = arg;
     if (!g->suspended) return;
-    int end = g->r->done || g->r->failed, last = g->r->failed || g->choice + 1 >= g->n_choices;
-    if (!g->q.stream && end && last && g->probed && !g->answered) answer_raw(g);
+    int end = g->r->done || g->r->failed;
+    if (!g->q.stream && end && (g->last || g->r->failed) && g->probed && !g->answered) answer_raw(g);
     if (!g->q.stream && !end) {
         if (!tick) return;
         int ps = peer_state(g);
@@ -197,9 +187,8 @@ static int suspend_unless_news(gen *g) {
     return !news;
 }
 
-/* Ends g's engine request (cancelled when it still runs) and frees what one choice's
- * generation holds, leaving g ready for the next choice. */
-static void gen_clear(gen *g) {
+void st_http_gen_free(gen *g) {
+    if (!g) return;
     if (g->r) {
         pthread_mutex_lock(&g->r->mu);
         g->r->wake = NULL;
@@ -208,32 +197,16 @@ static void gen_clear(gen *g) {
         pthread_mutex_unlock(&g->r->mu);
         if (live) st_front_cancel(g->f, g->r);
         st_front_release(g->f, g->r);
-        g->r = NULL;
     }
     st_detok_free(g->detok);
-    g->detok = NULL;
-    st_oai_text_free(&g->text);
-    memset(&g->text, 0, sizeof g->text);
     st_agent_stream_free(&g->ag);
-    memset(&g->ag, 0, sizeof g->ag);
     st_agent_lp_free(&g->lp);
-    memset(&g->lp, 0, sizeof g->lp);
     st_resp_stream_free(g->rs);
-    g->rs = NULL;
+    st_oai_text_free(&g->text);
+    st_oai_request_free(&g->q);
     free(g->content);
     free(g->reasoning);
     free(g->out);
-    g->content = g->reasoning = g->out = NULL;
-    g->out_n = g->out_off = 0;
-    g->consumed = g->n_prompt = 0;
-    g->role_sent = g->finished = g->stop_hit = g->suspended = 0;
-}
-
-void st_http_gen_free(gen *g) {
-    if (!g) return;
-    gen_clear(g);
-    st_oai_request_free(&g->q);
-    for (int i = 0; i < ST_AGENT_MAX_N; i++) free(g->outs[i]);
     free(g);
 }
 
@@ -297,7 +270,7 @@ static void stream_step(gen *g) {
         if (st_detok_flush(g->detok, &s, &n) == 0 && n) st_oai_text_push(&g->text, s, n, &g->content, &g->reasoning);
         st_oai_text_finish(&g->text, &g->content, &g->reasoning);
     }
-    char *calls = NULL; /* tool calls are held to the end, then sent as one tool_calls delta */
+    char *calls = NULL; /* tool calls (server/agent_http.c): held text, then one tool_calls chunk */
     st_agent_stream_hold(&g->ag, &g->content, &g->reasoning);
     if (done || (g->stop_hit && g->r->done))
         calls = st_agent_stream_finish(&g->ag, g->id, g->created, g->f->model_id, &g->content, &g->reasoning);
@@ -349,26 +322,22 @@ static void stream_free(void *cls) { st_http_gen_free(cls); }
  * tokens; the same characters typed in a message's content are text, unless the server was
  * started with --content-specials parse. */
 static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t **out) {
-    /* chat: past a leading BOS text the template printed when the tokenizer adds BOS itself */
+    /* a Jinja template's BOS text is dropped when the tokenizer adds BOS (server/agent_front.c) */
     const char *text = q->chat ? st_front_prompt_text(f, q->prompt) : q->prompt;
-    size_t skip = (size_t)(text - q->prompt), len = strlen(text), k = 0;
-    if (!q->chat || f->cfg.content_specials)
-        return st_tokenizer_encode_alloc(f->tok, text, len, true, q->chat != 0, out);
+    size_t skip = (size_t)(text - q->prompt), len = strlen(text), m = 0;
+    if (!q->chat || f->cfg.content_specials) return st_tokenizer_encode_alloc(f->tok, text, len, true, q->chat != 0, out);
     size_t *r = malloc(sizeof(size_t) * 2 * (q->n_spans ? q->n_spans : 1));
     if (!r) return -1;
     for (size_t i = 0; i < q->n_spans; i++) {
-        size_t start = q->spans[i].start, end = start + q->spans[i].len;
-        if (end <= skip) continue;
-        r[2 * k] = (start > skip ? start : skip) - skip;
-        r[2 * k + 1] = end - skip - r[2 * k];
-        k++;
+        if (q->spans[i].start < skip) continue;
+        r[2 * m] = q->spans[i].start - skip;
+        r[2 * m++ + 1] = q->spans[i].len;
     }
-    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, text, len, true, r, k, out);
+    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, text, len, true, r, m, out);
     free(r);
     return n;
 }
 
-/* The sampler of choice `choice` (n > 1 offsets a given seed per choice). */
 static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *sp) {
     st_sampler_params_default(sp);
     sp->temp = q->temperature;
@@ -379,7 +348,7 @@ static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *s
     sp->frequency_penalty = q->frequency_penalty;
     sp->repeat_penalty = q->repeat_penalty;
     sp->penalty_last_n = (q->presence_penalty != 0 || q->frequency_penalty != 0 || q->repeat_penalty != 1) ? -1 : 0;
-    sp->seed = q->has_seed ? q->seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull);
+    sp->seed = q->has_seed ? q->seed + (uint64_t)choice : (st_now_ns() ^ 0x5DEECE66Dull); /* n > 1: seed + i */
 }
 
 /* Tokenizes and submits; on failure answers and returns -1 (g is freed). */
@@ -407,9 +376,8 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     sampler_of(&g->q, g->choice, &sp);
     int status = 0;
     char msg[600];
-    const st_agent_req *a = &g->q.agent; /* grammar, logit biases, logprobs */
-    st_submit_extra x = {a->grammar, a->bias_ids, a->bias_vals, a->n_bias, a->want_logprobs, a->top_logprobs};
-    st_agent_lp_init(&g->lp, a->want_logprobs, g->q.chat);
+    st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
+                         g->q.agent.want_logprobs, g->q.agent.top_logprobs};
     g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
@@ -422,11 +390,39 @@ static int submit(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result
     return 0;
 }
 
-/* Submits the request of choice g->choice and readies the state its tokens go through; on
- * failure answers and returns -1 (g is freed). */
-static int gen_begin(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result *res) {
-    if (submit(f, c, g, res)) return -1;
-    int chat = g->q.chat, k = 0;
+enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int chat) {
+    gen *g = calloc(1, sizeof *g);
+    if (!g) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    g->f = f;
+    g->conn = c;
+    g->http10 = cs->http10;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    g->fd = ci ? ci->connect_fd : -1;
+    st_oai_error e;
+    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text}; /* the model's Jinja template */
+    int bad = st_oai_parse_ex(cs->body ? cs->body : "", cs->n, chat, &rd, f->cfg.max_depth, &g->q, &e);
+    st_http_body_release(cs); /* parsed: its bytes are free for other clients */
+    if (bad) {
+        free(g);
+        return st_http_send_error(c, &e);
+    }
+    g->responses = cs->responses;
+    g->choice = cs->choice;
+    g->last = cs->n_choices <= 1 || cs->choice + 1 >= cs->n_choices;
+    if (cs->n_choices > 1 && g->last) g->cs = cs;
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
+        st_http_gen_free(g);
+        return st_http_send_error(c, &e);
+    }
+    if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
+        st_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
+                         "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);
+        st_http_gen_free(g);
+        return st_http_send_error(c, &e);
+    }
+    enum MHD_Result res;
+    if (submit(f, c, g, &res)) return res;
+    int k = 0;
     for (; k < g->q.n_stop; k++) g->stops[k] = g->q.stop[k];
     for (int i = 0; f->tmpl_stops[i]; i++) g->stops[k++] = f->tmpl_stops[i];
     g->stops[k] = NULL;
@@ -434,85 +430,32 @@ static int gen_begin(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Res
     int watch = chat && ((g->q.agent.n_tools && g->q.agent.tool_choice != ST_TOOL_CHOICE_NONE) ||
                          st_tokenizer_find(f->tok, "<|channel|>", 11) >= 0); /* tools, or harmony channels */
     st_agent_stream_init(&g->ag, watch);
+    st_agent_lp_init(&g->lp, g->q.agent.want_logprobs, chat);
     g->detok = st_detok_new(f->tok, watch ? ST_DETOK_SPECIAL : 0);
+    if (!g->detok) {
+        st_http_gen_free(g);
+        return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    }
     snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
     g->created = (long)time(NULL);
     g->t0 = st_now_ns();
     if (g->responses && g->q.stream) g->rs = st_resp_stream_new(g->id, g->created, f->model_id);
-    if (!g->detok || (g->responses && g->q.stream && !g->rs)) {
-        st_http_gen_free(g);
-        *res = st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
+    if (g->q.stream && g->q.agent.echo) { /* completions with echo: the prompt comes first */
+        char *j = st_oai_chunk_json(0, g->id, g->created, f->model_id, NULL, g->q.prompt, NULL, NULL);
+        if (j) sse_data(g, j);
+        free(j);
     }
     pthread_mutex_lock(&g->r->mu);
     g->r->wake = gen_wake;
     g->r->wake_arg = g;
     pthread_mutex_unlock(&g->r->mu);
-    return 0;
-}
-
-/* Parses the body (a Responses body turned into a chat one first) into g->q; on failure
- * answers and returns -1 (g is freed). The body's bytes are released either way. */
-static int gen_parse(st_front *f, struct MHD_Connection *c, conn_state *cs, gen *g, int chat, enum MHD_Result *res) {
-    st_oai_error e;
-    const char *body = cs->body ? cs->body : "";
-    size_t n = cs->n;
-    char *chat_body = NULL;
-    if (g->responses && !(chat_body = st_responses_to_chat(body, n, &e))) {
-        st_http_body_release(cs);
-        free(g);
-        *res = st_http_send_error(c, &e);
-        return -1;
-    }
-    if (chat_body) {
-        body = chat_body;
-        n = strlen(chat_body);
-    }
-    st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text, !f->cfg.content_specials};
-    int bad = st_oai_parse_ex(body, n, chat, &rd, f->cfg.max_depth, &g->q, &e);
-    free(chat_body);
-    st_http_body_release(cs); /* parsed: its bytes are free for other clients */
-    if (bad) {
-        free(g);
-        *res = st_http_send_error(c, &e);
-        return -1;
-    }
-    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
-        st_http_gen_free(g);
-        *res = st_http_send_error(c, &e);
-        return -1;
-    }
-    if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
-        st_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
-                         "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);
-        st_http_gen_free(g);
-        *res = st_http_send_error(c, &e);
-        return -1;
-    }
-    return 0;
-}
-
-enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int kind) {
-    gen *g = calloc(1, sizeof *g);
-    if (!g) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-    g->f = f;
-    g->conn = c;
-    g->http10 = cs->http10;
-    g->responses = kind == ST_HTTP_GEN_RESPONSES;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    g->fd = ci ? ci->connect_fd : -1;
-    enum MHD_Result res;
-    if (gen_parse(f, c, cs, g, kind != ST_HTTP_GEN_COMPLETION, &res)) return res;
-    g->n_choices = !g->responses && !g->q.stream && g->q.agent.n > 1 ? g->q.agent.n : 1;
-    if (g->n_choices > ST_AGENT_MAX_N) g->n_choices = ST_AGENT_MAX_N;
-    if (gen_begin(f, c, g, &res)) return res;
     cs->g = g;
     return st_http_gen_continue(f, c, cs);
 }
 
-/* The JSON of one choice's whole answer when not streamed (malloc'ed, or NULL): tool calls
- * parsed out of the content, logprobs, a Response for /v1/responses, the echoed prompt. */
-static char *choice_json(gen *g) {
+/* The whole answer of a request that is not streamed. */
+/* The JSON of the whole answer of a request that is not streamed (malloc'ed, or NULL). */
+static char *whole_json(gen *g) {
     if (!g->stop_hit) {
         const char *s;
         size_t n2;
@@ -524,39 +467,17 @@ static char *choice_json(gen *g) {
     log_request(g, fin);
     char *j = st_oai_response_json(g->q.chat, g->id, g->created, g->f->model_id, g->content ? g->content : "",
                                    g->reasoning, fin, &u);
-    if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id);
+    if (g->ag.active) j = st_agent_response_rewrite(j, g->content ? g->content : "", g->id); /* tool calls */
     j = st_agent_lp_inject(&g->lp, j);
-    if (g->responses && j) {
+    if (g->q.agent.echo) j = st_agent_echo(j, g->q.prompt);
+    if (g->responses && j) { /* /v1/responses: a Response object */
         char *rj = st_responses_from_chat(j);
         if (rj) {
             free(j);
             j = rj;
         }
     }
-    if (g->q.agent.echo) j = st_agent_echo(j, g->q.prompt);
     return j;
-}
-
-/* The JSON of the whole answer (the last choice's, merged with the earlier ones when n > 1). */
-static char *whole_json(gen *g) {
-    char *j = choice_json(g);
-    if (g->n_choices <= 1 || !j) return j;
-    g->outs[g->choice] = j;
-    return st_agent_merge_choices(g->outs, g->n_choices);
-}
-
-/* n > 1: keeps the finished choice's answer and submits the next choice; on failure answers
- * and returns -1 (g is freed). */
-static int next_choice(st_front *f, struct MHD_Connection *c, gen *g, enum MHD_Result *res) {
-    char *j = choice_json(g);
-    if (!j) {
-        st_http_gen_free(g);
-        *res = st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-        return -1;
-    }
-    g->outs[g->choice++] = j;
-    gen_clear(g);
-    return gen_begin(f, c, g, res);
 }
 
 static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
@@ -572,9 +493,12 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
  * on reading the end of stream before it let the handler answer. It then closes it. */
 static void answer_raw(gen *g) {
     st_req *r = g->r;
-    while (g->consumed < r->n_toks) {
-        st_token_logprobs lp = lp_at(r, g->consumed);
-        take_one(g, r->toks[g->consumed++], &lp);
+    while (g->consumed < r->n_toks) { /* under r->mu already */
+        int32_t i = g->consumed++;
+        st_token_logprobs lp = {0};
+        if (r->lps && i < r->lps_cap) lp = r->lps[i];
+        if (!g->stop_hit) st_agent_lp_add(&g->lp, g->f->tok, r->toks[i], &lp);
+        take_one(g, r->toks[i]);
     }
     char *j = NULL;
     int status = r->failed ? r->fail_status : 200;
@@ -586,6 +510,10 @@ static void answer_raw(gen *g) {
         j = st_oai_error_json(&e);
     } else {
         j = whole_json(g);
+        if (j && g->cs) { /* n > 1: the earlier choices' answers with this one */
+            g->cs->choice_json[g->choice] = j;
+            j = st_agent_merge_choices(g->cs->choice_json, g->cs->n_choices);
+        }
     }
     char head[256];
     int hl = snprintf(head, sizeof head,
@@ -613,9 +541,34 @@ static enum MHD_Result start_stream(struct MHD_Connection *c, gen *g) {
     }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
+    st_agent_cors_headers(c, r);
     st_http_keep_alive_header(r);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
+    return ok;
+}
+
+/* n > 1 (server/agent_choices.c): the finished choice's answer is kept; the next choice starts
+ * on the same connection (its prompt reuses the KV the previous one left in the prefix cache);
+ * after the last, one answer with every choice. */
+static enum MHD_Result next_choice(st_front *f, struct MHD_Connection *c, conn_state *cs, gen *g) {
+    int chat = g->q.chat;
+    cs->choice_json[cs->choice] = whole_json(g);
+    cs->g = NULL;
+    st_http_gen_free(g);
+    if (!cs->choice_json[cs->choice]) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    if (++cs->choice < cs->n_choices) {
+        cs->body = malloc(cs->choices_n + 1); /* cap 0: not counted, the release only frees it */
+        if (!cs->body) return st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(cs->body, cs->choices_body, cs->choices_n);
+        cs->body[cs->choices_n] = 0;
+        cs->n = cs->choices_n;
+        return st_http_gen_start(f, c, cs, chat);
+    }
+    char *merged = st_agent_merge_choices(cs->choice_json, cs->n_choices);
+    enum MHD_Result ok = merged ? st_http_send(c, 200, "application/json", merged, NULL, NULL)
+                                : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    free(merged);
     return ok;
 }
 
@@ -640,18 +593,9 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
         } else if (g->q.stream && (any || done || failed)) {
             cs->g = NULL; /* the stream owns it now */
             g->streaming = 1;
-            if (g->q.agent.echo) { /* completions with echo: the prompt comes first */
-                char *j = st_oai_chunk_json(0, g->id, g->created, f->model_id, NULL, g->q.prompt, NULL, NULL);
-                if (j) sse_data(g, j);
-                free(j);
-            }
             return start_stream(c, g);
-        } else if (done && g->choice + 1 < g->n_choices) {
-            if (next_choice(f, c, g, &ok)) {
-                cs->g = NULL;
-                return ok;
-            }
-            continue;
+        } else if (done && cs->n_choices > 1) { /* n > 1: keep this choice, run the next */
+            return next_choice(f, c, cs, g);
         } else if (done) {
             ok = answer_whole(c, g);
         } else if (client_gone(g)) {

@@ -18,8 +18,13 @@ typedef struct conn_state {
     size_t n, cap;
     int too_big;       /* the body passed --max-body: the rest is read and dropped */
     int over_cap;      /* the server's buffered bytes passed --max-buffered: likewise */
-    int body_wanted;   /* the route reads a body (POST routes); other bodies are dropped */
     gen *g;            /* a generation that waits for its answer (owned until a stream takes it) */
+    int responses;     /* /v1/responses: the body was translated to a chat request (server/agent_responses.c) */
+    int n_choices, choice; /* n > 1: the choices run one after the other on this connection */
+    char *choices_body;    /* the request body again for each choice (not counted in the buffered bytes) */
+    size_t choices_n;
+    char *choice_json[16]; /* the finished choices' answers */
+    char url[24];      /* the utility routes of server/agent_routes.c */
 } conn_state;
 
 /* Answers (the header pair may be NULL). */
@@ -34,13 +39,9 @@ void st_http_keep_alive_header(struct MHD_Response *r);
 /* Frees the body and gives its bytes back to the server's budget. */
 void st_http_body_release(conn_state *cs);
 
-/* What a generation request is: /v1/chat/completions, /v1/completions, or /v1/responses (a
- * Responses request turned into a chat one, its answer turned back). */
-enum { ST_HTTP_GEN_COMPLETION = 0, ST_HTTP_GEN_CHAT = 1, ST_HTTP_GEN_RESPONSES = 2 };
-
 /* A generation request whose body is complete: parses it, submits it, and answers or suspends
  * the connection until the request has news. */
-enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int kind);
+enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int chat);
 /* The connection of cs->g was resumed: answer, start the stream, or suspend again. */
 enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn_state *cs);
 /* Ends a generation that never answered (its client went away): cancels and frees it. */

@@ -6,8 +6,8 @@
  * holds a per-process random tag: what lies between the markers is the template's own text.
  * Walking both renderings side by side, each marker must stand for the content verbatim or
  * trimmed of white space (templates such as Llama 3's trim it); anything else (a template that
- * rewrites a content, or branches on what it holds) gives no spans, and the prompt is then
- * tokenized with its control tokens parsed, as --content-specials parse does. */
+ * rewrites a content, or branches on what it holds) gives no spans here, and the caller
+ * (server/openai.c) searches for the contents in the prompt instead. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -117,6 +117,25 @@ static const char *content_text(cJSON *c, char **owned) {
     return s;
 }
 
+/* Where the contents lie in a Jinja rendering, when the marked rendering of
+ * server/jinja_spans.c could not tell: each message's text found in order after the previous
+ * one (one that is transformed is not found and is then tokenized like the template's text).
+ * -1 when out of memory. */
+static int jinja_spans_search(st_oai_request *out, const st_chat_message *cm, size_t n) {
+    out->spans = calloc(n ? n : 1, sizeof *out->spans);
+    if (!out->spans) return -1;
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(cm[i].content);
+        const char *f = len ? strstr(out->prompt + pos, cm[i].content) : NULL;
+        if (!f) continue;
+        out->spans[out->n_spans].start = (size_t)(f - out->prompt);
+        out->spans[out->n_spans++].len = len;
+        pos = (size_t)(f - out->prompt) + len;
+    }
+    return 0;
+}
+
 /* Nonzero when a JSON string of the body holds a NUL character (\u0000, or a raw NUL byte):
  * C strings would cut such text silently, so it is refused. */
 static int has_nul(const char *s, size_t n) {
@@ -162,18 +181,21 @@ static const char *dup_key(const cJSON *o, int *oom) {
     return d;
 }
 
-/* The prompt through the model's Jinja template (template/chat_jinja.h). */
-static int render_jinja(const st_oai_render *rd, cJSON *root, st_oai_request *out, st_oai_error *err) {
+/* The prompt through the model's Jinja template (template/chat_jinja.h), and where the
+ * messages' contents (cm[n]) lie in it. */
+static int render_jinja(const st_oai_render *rd, cJSON *root, const st_chat_message *cm, size_t n, st_oai_request *out,
+                        st_oai_error *err) {
     char msg[300];
     st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
     out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
     if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
-    if (rd->content_spans && st_chat_jinja_spans(rd->jinja, root, &o, out->prompt, &out->spans, &out->n_spans)) {
-        static atomic_int noted;
-        if (!atomic_exchange(&noted, 1))
-            fprintf(stderr, "strata serve: note: the chat template changes a message's content beyond trimming it; "
-                            "control tokens typed in such a request's content are parsed as special tokens\n");
-    }
+    if (!st_chat_jinja_spans(rd->jinja, root, &o, out->prompt, &out->spans, &out->n_spans)) return 0;
+    static atomic_int noted;
+    if (!atomic_exchange(&noted, 1))
+        fprintf(stderr, "strata serve: note: the chat template changes a message's content beyond trimming it; for "
+                        "such requests the contents are searched for in the prompt, and one the template changed is "
+                        "tokenized like the template's text\n");
+    if (jinja_spans_search(out, cm, n)) return st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
     return 0;
 }
 
@@ -256,7 +278,7 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
     if (r) out->max_tokens = (int32_t)v;
     if ((r = get_number(root, "max_tokens", 1, 1e9, &v, err)) < 0) goto done;
     if (r && out->max_tokens < 0) out->max_tokens = (int32_t)v;
-    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_choices.c */
+    if ((r = get_number(root, "n", 1, ST_AGENT_MAX_N, &v, err)) < 0) goto done; /* n > 1: server/agent_req.c */
     /* tools, tool_choice; features this server does not have are refused, not silently ignored */
     if (st_agent_parse(root, chat, &out->agent, err)) goto done;
     cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
@@ -328,7 +350,7 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
             cm[i].content = txt;
             i++;
         }
-        if (!bad && rd->jinja && render_jinja(rd, root, out, err)) bad = 1;
+        if (!bad && rd->jinja && render_jinja(rd, root, cm, (size_t)n, out, err)) bad = 1;
         else if (!bad && !rd->jinja) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
         for (int j = 0; j < n; j++) free(owned[j]);
         free(owned);

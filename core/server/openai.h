@@ -62,7 +62,6 @@ typedef struct st_oai_render {
     st_chat_template builtin;
     const struct st_jinja *jinja;
     const char *bos_token, *eos_token;
-    int content_spans; /* Jinja: find where the contents lie in the prompt (server/jinja_spans.c) */
 } st_oai_render;
 /* st_oai_parse with a renderer; a template error (e.g. its raise_exception) is a 400. */
 int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render *r, int max_depth, st_oai_request *out,

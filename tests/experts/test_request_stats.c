@@ -86,9 +86,11 @@ static void check_event(const st_engine_event *ev, const char *what) {
           (unsigned long long)x->belady_hits, (unsigned long long)(x->hits + x->misses));
     CHECK(x->bytes_host > 0 && x->bytes_device > 0 && x->cpu_ms > 0, "%s: bytes dev %llu host %llu, cpu %.3f ms",
           what, (unsigned long long)x->bytes_device, (unsigned long long)x->bytes_host, x->cpu_ms);
+    CHECK(x->route_ms > 0, "%s: no time waiting for the router over %llu steps", what, (unsigned long long)x->steps);
     char line[256];
     size_t n = st_engine_experts_format(x, line, sizeof line);
-    CHECK(n > 0 && strstr(line, "experts: hit ") && strstr(line, "(belady ") && strstr(line, " lookups in "),
+    CHECK(n > 0 && strstr(line, "experts: hit ") && strstr(line, "(belady ") && strstr(line, " lookups in ") &&
+              strstr(line, " streamed, router sync "),
           "%s: summary '%s'", what, line);
     printf("%s: %s\n", what, line);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-request expert statistics of `strata serve` on a simulated device: with an expert cache,
 # each request's log line ends with "experts: hit H% (belady B%) of N lookups in S steps,
-# D dev / H host / U upload, cpu C ms"; the numbers are checked against /metrics (a request
+# D dev / H host / U upload, cpu C ms, S streamed, router sync R ms"; the numbers are checked against /metrics (a request
 # alone: its lookups and hit rate are the cache's totals gained meanwhile), Belady is never below
 # the real hit rate, and requests running together say they shared steps. /metrics carries a hit
 # rate per layer. Without a cache (every expert resident) the line has no summary.
@@ -53,14 +53,15 @@ curl -sf "http://127.0.0.1:$port/metrics" >"$T/metrics.txt" || fail "no /metrics
 hits=$(metric 'strata_expert_hits_total{device="0"}')
 miss=$(metric 'strata_expert_misses_total{device="0"}')
 up=$(metric 'strata_expert_bytes_total{device="0",tier="upload"}')
+streamed=$(metric 'strata_expert_streamed_total')
 line=$(req_line 1)
 echo "$line"
-python3 - "$line" "$hits" "$miss" "$up" <<'EOF' || fail "request 1's expert summary is wrong"
+python3 - "$line" "$hits" "$miss" "$up" "$streamed" <<'EOF' || fail "request 1's expert summary is wrong"
 import re, sys
-line, hits, miss, up = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+line, hits, miss, up, streamed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 m = re.search(r"experts: hit ([0-9.]+)% \(belady ([0-9.]+)%\) of (\d+) lookups in (\d+) steps, "
               r"([0-9.]+) (B|KiB|MiB|GiB) dev / ([0-9.]+) (B|KiB|MiB|GiB) host / ([0-9.]+) (B|KiB|MiB|GiB) upload, "
-              r"cpu ([0-9.]+) ms$", line)
+              r"cpu ([0-9.]+) ms, (\d+) streamed, router sync ([0-9.]+) ms", line)
 if not m:
     sys.exit("no expert summary (with Belady) at the end of: " + line)
 hr, bel, n, steps = float(m[1]), float(m[2]), int(m[3]), int(m[4])
@@ -80,6 +81,8 @@ if not 1 <= steps <= read + gen: errs.append(f"{steps} steps for {read} prompt +
 if not (dev > 0 and host > 0): errs.append(f"bytes: dev {dev}, host {host} (12 of 64 experts: both tiers serve)")
 if abs(upl - up) > max(0.06 * up, 1024): errs.append(f"upload {upl} B, /metrics says {up} B")
 if float(m[11]) < 0: errs.append("negative cpu time")
+# alone on the engine: the copy pipe's experts are every one /metrics counted
+if int(m[12]) != streamed: errs.append(f"{m[12]} streamed, /metrics says {streamed}")
 if errs: sys.exit("; ".join(errs) + "\n" + line)
 EOF
 

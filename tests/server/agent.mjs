@@ -251,6 +251,9 @@ await check('n=3 (openai client): three choices, indexed, usage summed; n>1 stre
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
   assert.equal(r.usage.completion_tokens, 15);
   assert.ok(new Set(r.choices.map((c) => c.message.content)).size > 1, 'different seeds give different choices');
+  const c = await client.completions.create({ model: 'tiny', prompt: 'hello', n: 2, max_tokens: 3, temperature: 0 });
+  assert.equal(c.choices.length, 2);
+  assert.equal(c.choices[0].text, c.choices[1].text, 'greedy choices agree');
   const s = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, n: 2, stream: true });
   assert.equal(s.status, 400);
   assert.equal(s.json.error.param, 'n');
@@ -267,12 +270,22 @@ await check('echo (completions): the prompt starts the text, streamed and not', 
 
 await check('flags: STRATA_ARG_* environment, -c as the whole pool over -np slots, a typo names the closest option', async () => {
   const e = await startServer({ modelPath: model('tiny'), name: 'agent-env', args: ['-fa', 'on', '-ngl', '99', '--jinja'],
-    env: { STRATA_ARG_N_PARALLEL: '3', STRATA_ARG_CTX_SIZE: '3000' } });
+    env: { STRATA_ARG_N_PARALLEL: '3', STRATA_ARG_CTX_SIZE: '3000', STRATA_ARG_CORS: 'https://a.example, https://b.example' } });
   try {
     const j = await (await fetch(`${e.base}/props`)).json();
     assert.equal(j.total_slots, 3);
     assert.equal(j.default_generation_settings.n_ctx, 1000);
     assert.match(e.log, /note: -fa\/--flash-attn/);
+    /* CORS: a preflight, an allowed origin echoed, another not */
+    const pre = await fetch(`${e.base}/v1/chat/completions`, { method: 'OPTIONS', headers: { Origin: 'https://b.example',
+      'Access-Control-Request-Method': 'POST' } });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), 'https://b.example');
+    assert.match(pre.headers.get('access-control-allow-headers'), /Authorization/);
+    const ok = await fetch(`${e.base}/v1/models`, { headers: { Origin: 'https://a.example' } });
+    assert.equal(ok.headers.get('access-control-allow-origin'), 'https://a.example');
+    const no = await fetch(`${e.base}/v1/models`, { headers: { Origin: 'https://evil.example' } });
+    assert.equal(no.headers.get('access-control-allow-origin'), null);
   } finally {
     await e.stop();
   }

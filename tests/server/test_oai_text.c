@@ -162,6 +162,31 @@ int main(void) {
         free(c);
         free(r);
     }
+    {   /* UTF-8 cleaning: bad bytes, overlong forms and surrogates become U+FFFD; cut on a boundary */
+        char out[64];
+        st_oai_utf8_clean("a\xff" "b", 3, out, sizeof out);
+        CHECK(!strcmp(out, "a\xEF\xBF\xBD" "b"));
+        st_oai_utf8_clean("\xC0\xAF", 2, out, sizeof out);
+        CHECK(!strcmp(out, "\xEF\xBF\xBD\xEF\xBF\xBD"));
+        st_oai_utf8_clean("\xED\xA0\x80", 3, out, sizeof out); /* a UTF-16 surrogate */
+        CHECK(!strcmp(out, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"));
+        st_oai_utf8_clean("\xC3\xA9t\xC3\xA9", 5, out, sizeof out);
+        CHECK(!strcmp(out, "\xC3\xA9t\xC3\xA9"));
+        st_oai_utf8_clean("ab\xC3\xA9", 4, out, 4); /* room for "ab" + NUL only: the character is not split */
+        CHECK(!strcmp(out, "ab"));
+    }
+    {   /* NUL in strings and duplicate keys, at any depth */
+        st_oai_request q;
+        st_oai_error e;
+        const char *b1 = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"content\":\"y\"}]}";
+        CHECK(st_oai_parse(b1, strlen(b1), 1, ST_CHAT_CHATML, 32, &q, &e) == -1 && !strcmp(e.code, "duplicate_key") &&
+              !strcmp(e.param, "content"));
+        const char *b2 = "{\"prompt\":\"a\\u0000\"}";
+        CHECK(st_oai_parse(b2, strlen(b2), 0, ST_CHAT_PLAIN, 32, &q, &e) == -1 && e.status == 400);
+        const char *b3 = "{\"prompt\":\"a\\\\u0000\"}"; /* an escaped backslash, then text */
+        CHECK(st_oai_parse(b3, strlen(b3), 0, ST_CHAT_PLAIN, 32, &q, &e) == 0 && !strcmp(q.prompt, "a\\u0000"));
+        st_oai_request_free(&q);
+    }
     {   /* parsing: trailing data, depth, max_completion_tokens over max_tokens */
         st_oai_request q;
         st_oai_error e;

@@ -220,7 +220,29 @@ static void check_responses(void) {
     st_resp_stream_free(rs);
 }
 
+/* Every prefix of every case parses to a result (calls, or the text as content), never a crash. */
+static void check_prefixes(void) {
+    int runs = 0, ok = 0;
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        size_t len = strlen(k_cases[i].text);
+        char *buf = malloc(len + 1);
+        for (size_t cut = 0; buf && cut <= len; cut++) {
+            memcpy(buf, k_cases[i].text, cut);
+            buf[cut] = 0;
+            st_tool_result r;
+            runs++;
+            if (st_tools_parse(buf, &r) == 0) {
+                ok += r.content != NULL;
+                st_tool_result_free(&r);
+            }
+        }
+        free(buf);
+    }
+    CHECK(runs > 500 && ok == runs, "server.tools prefixes: %d of %d parsed", ok, runs);
+}
+
 int main(void) {
+    check_prefixes();
     check_responses();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) check_case(&k_cases[i]);
     check_stream();
