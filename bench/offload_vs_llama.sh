@@ -2,7 +2,8 @@
 # Expert offload against llama.cpp's own llama-bench, same GPU, same run: for each VRAM budget,
 #   Strata --vram-budget B (default placement: the cache starts as the static split of the last
 #          layers that fit, adapts on evidence of reuse; misses split between uploads and the CPU)
-#   Strata --vram-budget B --n-cpu-moe N (the static split, misses still on both pipes)
+#   Strata --vram-budget B --n-cpu-moe N (the static split, misses still on both pipes; run with
+#          --no-routing-trace, so its fully resident layers skip the host as in `strata serve`)
 #   llama-bench -ngl 99 -ncmoe N (the static split, misses on the CPU)
 # with N the smallest number of CPU layers whose MEASURED peak VRAM (nvidia-smi, sampled every
 # 0.1 s) is at most Strata's default run's. Random decode tokens on both sides (llama-bench's
@@ -10,14 +11,14 @@
 # statistics of Strata's decode steps. Writes a Markdown report.
 # Usage: bench/offload_vs_llama.sh MODEL.gguf LLAMA_BIN_DIR OUT.md
 # Environment: STRATA (default build/bin/strata), BACKEND (cuda), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
-#   NPROMPT (512), NGEN (128)
+#   NPROMPT (512), NGEN (128), PARALLEL (4; 1 = no batched rows)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 model=$1 lbin=$2 out=$3
 here=$(cd "$(dirname "$0")/.." && pwd)
 strata=${STRATA:-$here/build/bin/strata}
 budgets=${BUDGETS:-"4GiB 8GiB"} threads=${THREADS:-$(nproc)} reps=${REPS:-2}
-np=${NPROMPT:-512} ng=${NGEN:-128}
+np=${NPROMPT:-512} ng=${NGEN:-128} par=${PARALLEL:-4}
 py() { python3 -c "$1" "${@:2}"; }
 smi() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
 # measured CMD...: runs CMD (stdout to $T/out, stderr to $T/err) sampling the GPU's memory; peak MiB in $T/peak
@@ -33,6 +34,24 @@ measured() {
   return $rc
 }
 idle=$(smi)
+# parallel_rows B N: aggregate decode of PARALLEL sequences (prompt 128, 64 random tokens each):
+# Strata default and --n-cpu-moe N against llama-batched-bench -ncmoe N (its S_TG)
+parallel_rows() {
+  local b=$1 n=$2 sd=- ss=- lt=-
+  sbench1() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p 128 -n 64 -r 1 --parallel "$par" \
+               --threads "$threads" --cpu-threads "$threads" --json --vram-budget "$b" "$@"; }
+  sbench1 && sd=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+  sbench1 --n-cpu-moe "$n" --no-routing-trace &&
+    ss=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+  measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-batched-bench" -m "$model" -ngl 99 -ncmoe "$n" -fa on \
+    -c $((par * 256)) -npp 128 -ntg 64 -npl "$par" -t "$threads" --output-format jsonl &&
+    lt=$(grep '^{' "$T/out" | tail -n 1 | py 'import json,sys; print("%.2f" % json.loads(sys.stdin.read())["speed_tg"])')
+  {
+    echo "Decode of $par sequences (prompt 128, 64 tokens each; aggregate tok/s): Strata default $sd, Strata --n-cpu-moe $n $ss, llama-batched-bench -ncmoe $n $lt$( [ "$lt" != - ] && [ "$ss" != - ] && py 'import sys; print(" (static %.2fx)" % (float(sys.argv[1]) / float(sys.argv[2])))' "$ss" "$lt")."
+    echo
+  } >>"$out"
+  tail -n 2 "$out"
+}
 sbench() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p "$np" -n "$ng" -r "$reps" --threads "$threads" \
              --cpu-threads "$threads" --decode-tokens random --json "$@"; }
 lbench() { measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-bench" -m "$model" -ngl 99 -ncmoe "$1" -fa 1 -p "$np" -n "$ng" \
@@ -61,7 +80,7 @@ print(max(0,min(p["moe_layers"],p["moe_layers"]-int(room//p["expert_bytes_per_la
     [ "$lpeak" -le "$speak" ] && break
     n=$((n + 1))
   done
-  sbench --vram-budget "$b" --n-cpu-moe "$n" && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
+  sbench --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
   py '
 import json,sys
 s=json.load(open(sys.argv[1])); st=json.load(open(sys.argv[2])) if sys.argv[3]!="-" else None
@@ -86,5 +105,6 @@ print("Decode routing (Strata default run): %d tokens, %d of %d pairs used, top 
   r["static_layers_hit_rate"],r["static_best_hit_rate"],r["belady_hit_rate"],json.dumps(r["reuse"])))
 ' "$T/s.json" "$T/st.json" "$stpeak" "$T/l.json" "$b" "$n" "$speak" "$stpeak" "$lpeak" >>"$out"
   tail -12 "$out"
+  [ "$par" -gt 1 ] && parallel_rows "$b" "$n"
 done
 echo "offload_vs_llama: wrote $out"

@@ -141,5 +141,6 @@ st_status st_cpu_topk(st_stream *s, const st_topk_args *a);
 /* ABI 1.2 (cpu_oai.c) */
 st_status st_cpu_attention_ex(st_stream *s, const st_attention_ex_args *a);
 st_status st_cpu_swiglu_oai(st_stream *s, const st_swiglu_oai_args *a);
+st_status st_cpu_router_groups(st_stream *s, const st_router_groups_args *a);
 
 #endif

@@ -114,6 +114,7 @@ static int cpu_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     case ST_OP_ATTENTION_EX:
     case ST_OP_ATTENTION: return is_act_type(wtype) || wtype == ST_TYPE_Q8_0;
     case ST_OP_ROUTER:
+    case ST_OP_ROUTER_GROUPS:
     case ST_OP_ARGMAX:
     case ST_OP_TOPK: return wtype == ST_TYPE_F32;
     case ST_OP_RMS_NORM:
@@ -235,6 +236,7 @@ static const st_backend_ops g_ops = {
     .topk = st_cpu_topk,
     .attention_ex = st_cpu_attention_ex,
     .swiglu_oai = st_cpu_swiglu_oai,
+    .router_groups = st_cpu_router_groups,
 };
 
 static st_backend_api g_api;

@@ -149,6 +149,9 @@ static st_status chk_attention_ex(st_device *d, const char *op, const st_attenti
 static st_status chk_swiglu_oai(st_device *d, const char *op, const st_swiglu_oai_args *a) {
     st_status st; T(gate); T(up); T(out); return ST_OK;
 }
+static st_status chk_router_groups(st_device *d, const char *op, const st_router_groups_args *a) {
+    return chk_router(d, op, &a->base);
+}
 #undef T
 #undef P
 
@@ -185,12 +188,13 @@ SIM_OP(moe_gate_up, ST_OP_MOE_GATE_UP, st_moe_gate_up_args)
 SIM_OP(moe_down, ST_OP_MOE_DOWN, st_moe_down_args)
 SIM_OP(attention_ex, ST_OP_ATTENTION_EX, st_attention_ex_args)
 SIM_OP(swiglu_oai, ST_OP_SWIGLU_OAI, st_swiglu_oai_args)
+SIM_OP(router_groups, ST_OP_ROUTER_GROUPS, st_router_groups_args)
 
 static const st_backend_ops k_all = {
     sizeof(st_backend_ops), 0,
     sim_get_rows, sim_rms_norm, sim_matmul, sim_rope, sim_kv_write, sim_attention, sim_swiglu, sim_router,
     sim_moe_matmul, sim_moe_combine, sim_add, sim_scale, sim_convert, sim_mul_rows, sim_argmax, sim_topk,
-    sim_attn_prep, sim_moe_gate_up, sim_moe_down, sim_attention_ex, sim_swiglu_oai,
+    sim_attn_prep, sim_moe_gate_up, sim_moe_down, sim_attention_ex, sim_swiglu_oai, sim_router_groups,
 };
 
 static st_backend_ops g_ops;
@@ -208,7 +212,7 @@ const st_backend_ops *st_sim_ops(void) {
     KEEP(get_rows); KEEP(rms_norm); KEEP(matmul); KEEP(rope); KEEP(kv_write); KEEP(attention); KEEP(swiglu);
     KEEP(router); KEEP(moe_matmul); KEEP(moe_combine); KEEP(add); KEEP(scale); KEEP(convert); KEEP(mul_rows);
     KEEP(argmax); KEEP(topk); KEEP(attn_prep); KEEP(moe_gate_up); KEEP(moe_down); KEEP(attention_ex);
-    KEEP(swiglu_oai);
+    KEEP(swiglu_oai); KEEP(router_groups);
 #undef KEEP
     return &g_ops;
 }

@@ -161,6 +161,9 @@ typedef struct st_hparams {
     float expert_weights_scale;   /* factor on the final weights (1 = none) */
     int32_t tied_output;    /* output.weight absent: token_embd is the output matrix */
     int32_t n_dense_lead;   /* <arch>.leading_dense_block_count: first layers with a dense FFN */
+    int32_t n_expert_groups;/* <arch>.expert_group_count (deepseek2; 0/1 = none): experts compete
+                               only within the n_group_used best groups (ROUTER_GROUPS) */
+    int32_t n_group_used;   /* <arch>.expert_group_used_count */
     int32_t n_nextn;        /* <arch>.nextn_predict_layers: MTP layers after the n_layer trunk
                                layers (block_count = n_layer + n_nextn); loaded-unused */
     /* multi-head latent attention (all 0 otherwise). head_dim is then the cached row,

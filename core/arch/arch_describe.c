@@ -96,6 +96,13 @@ static int read_deepseek2(const st_gguf *g, const char *a, st_hparams *hp, char 
     if (key_i32(g, a, "attention.kv_lora_rank", 1, 0, &hp->n_lora_kv, err, errlen)) return -1;
     if (key_i32(g, a, "attention.key_length_mla", 1, 0, &hp->mla_k, err, errlen)) return -1;
     if (key_i32(g, a, "attention.value_length_mla", 1, 0, &hp->mla_v, err, errlen)) return -1;
+    if (key_i32(g, a, "expert_group_count", 0, 0, &hp->n_expert_groups, err, errlen)) return -1;
+    if (key_i32(g, a, "expert_group_used_count", 0, 0, &hp->n_group_used, err, errlen)) return -1;
+    if (hp->n_expert_groups > 1 && (hp->n_expert % hp->n_expert_groups || hp->n_group_used < 1 ||
+                                    hp->n_group_used >= hp->n_expert_groups ||
+                                    hp->n_group_used * (hp->n_expert / hp->n_expert_groups) < hp->n_expert_used))
+        return fail(err, errlen, "%s: %d expert groups (%d used) of %d experts, %d per token: not a valid grouping", a,
+                    hp->n_expert_groups, hp->n_group_used, hp->n_expert, hp->n_expert_used);
     if (hp->n_lora_kv <= 0 || hp->mla_k <= hp->n_rot || hp->mla_v <= 0 || hp->n_lora_q < 0)
         return fail(err, errlen, "%s: kv_lora_rank %d, key_length_mla %d (must exceed rope dims %d), "
                     "value_length_mla %d: not a latent-attention layout Strata implements", a, hp->n_lora_kv,

@@ -79,6 +79,8 @@ static const key_rule k_rules[] = {
     {"expert_weights_norm", KEY_USED, 0, "expert weight renormalization", DS2},
     {"expert_gating_func", KEY_USED, 0, "expert gating", DS2},
     {"rope.scaling.yarn_log_multiplier", KEY_USED, 0, "YaRN attention magnitude", DS2},
+    {"expert_group_count", KEY_USED, 0, "group-limited expert routing", DS2},
+    {"expert_group_used_count", KEY_USED, 0, "expert groups kept per token", DS2},
     {"attention.temperature_scale", KEY_NEUTRAL, NEUTRAL_ZERO, "attention temperature tuning", DS2},
     {"attention.temperature_length", KEY_NO_MATH, 0, "used only with attention.temperature_scale", DS2},
     /* glm4moe */

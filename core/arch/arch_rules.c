@@ -183,6 +183,7 @@ void st_arch_apply_family_rules(st_hparams *hp) {
     }
     if (hp->n_expert == 0) hp->n_expert_used = 0;
     if (hp->arch != ST_ARCH_DEEPSEEK2) {
+        hp->n_expert_groups = hp->n_group_used = 0;
         hp->n_lora_q = hp->n_lora_kv = hp->mla_k = hp->mla_v = 0;
     } else {
         hp->n_head_kv = 1; /* one latent row per token, shared by every head */

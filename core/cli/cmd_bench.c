@@ -32,7 +32,9 @@ static void help(FILE *f) {
                "  --decode-tokens M  what each decode step feeds back: random (default, as llama-bench:\n"
                "              routing that a repeating greedy loop would flatter is not measured),\n"
                "              sample (temperature 1.0 from the logits) or greedy (the argmax)\n"
-               "  --json      one JSON object on stdout instead of the table\n");
+               "  --json      one JSON object on stdout instead of the table\n"
+               "  --no-routing-trace  no routing statistics or Belady figures: nothing reads the routers'\n"
+               "              choices back, so a fixed placement's fully resident layers skip the host\n");
     st_cli_model_opts_help(f);
     st_offload_opts_help(f);
 }
@@ -180,7 +182,7 @@ int st_cmd_bench(int argc, char **argv) {
     long n_p = 512, n_g = 128, reps = 3, par = 1, depth = 0;
     uint64_t seed = 1;
     int seed_given = 0;
-    int json = 0, dec_mode = DEC_RANDOM;
+    int json = 0, dec_mode = DEC_RANDOM, no_trace = 0;
     st_offload_opts oo;
     st_offload_opts_init(&oo);
     for (int i = 1; i < argc; i++) {
@@ -217,6 +219,8 @@ int st_cmd_bench(int argc, char **argv) {
             }
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--no-routing-trace")) {
+            no_trace = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help(stdout);
             return 0;
@@ -297,7 +301,7 @@ int st_cmd_bench(int argc, char **argv) {
             goto fail;
         }
     }
-    if (d->hp.n_expert > 0 && n_g > 0) {
+    if (d->hp.n_expert > 0 && n_g > 0 && !no_trace) {
         rs = st_route_stats_create(d->hp.n_layer, d->hp.n_expert, d->hp.n_expert_used, err, sizeof err);
         if (!rs) goto fail;
     }
@@ -308,7 +312,8 @@ int st_cmd_bench(int argc, char **argv) {
         goto fail;
     /* expert cache statistics of the measured runs (the routing trace too, for Belady) */
     st_model_expert_stats_reset(s.m);
-    st_model_expert_trace(s.m, 1);
+    st_model_expert_trace(s.m, !no_trace);
+    if (no_trace) bel_ok = 0;
     st_model_expert_info ex_dec; /* summed over the decode phases */
     memset(&ex_dec, 0, sizeof ex_dec);
     for (long r = 0; r < reps; r++) {

@@ -35,6 +35,7 @@ static void help(FILE *f) {
             "  deepseek2: --q-lora N (0: one attn_q matrix) --dense-lead N --gating softmax|sigmoid\n"
             "                        (sigmoid adds the exp_probs_b selection bias, renormalizes and\n"
             "                        scales by 2.5; softmax does neither) --merged-gate-up\n"
+            "                        --expert-groups N --groups-used M (group-limited routing)\n"
             "  glm4moe: --nextn N (NextN layers after the trunk, default 1) --no-qk-norm\n"
             "  gpt-oss: --swa N (sliding window, default 8) --expert-type T (e.g. MXFP4)\n"
             "  --saver-extras        also write what llama.cpp's model saver writes for every family:\n"
@@ -105,6 +106,8 @@ int st_cmd_gen_model(int argc, char **argv) {
         IOPT("--q-lora", 0, 1 << 16, p.hp.n_lora_q)
         IOPT("--dense-lead", 0, 4096, p.hp.n_dense_lead)
         IOPT("--nextn", 0, 16, p.hp.n_nextn)
+        IOPT("--expert-groups", 0, 1 << 16, p.hp.n_expert_groups)
+        IOPT("--groups-used", 0, 1 << 16, p.hp.n_group_used)
         IOPT("--swa", 1, 1 << 20, p.hp.n_swa)
 #undef IOPT
         if ((r = st_cli_opt(argc, argv, &i, "--head-dim", NULL, &v))) {

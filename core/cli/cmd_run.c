@@ -222,10 +222,10 @@ int st_cmd_run(int argc, char **argv) {
     st_model_expert_info ei;
     if (st_model_expert_info_get(s.m, &ei) == 0)
         fprintf(stderr, "[experts: %lld of %lld slots, hit rate %.3f (%llu hits, %llu misses, %llu uploaded), "
-                "CPU %.2f ms per token]\n", (long long)ei.slots, (long long)ei.experts_total,
-                st_expert_stats_hit_rate(&ei.stats), (unsigned long long)ei.stats.hits,
+                "CPU %.2f ms per token, %llu layer steps without a router sync]\n", (long long)ei.slots,
+                (long long)ei.experts_total, st_expert_stats_hit_rate(&ei.stats), (unsigned long long)ei.stats.hits,
                 (unsigned long long)ei.stats.misses, (unsigned long long)ei.stats.inserts,
-                ei.tokens ? ei.cpu_s * 1e3 / (double)ei.tokens : 0.0);
+                ei.tokens ? ei.cpu_s * 1e3 / (double)ei.tokens : 0.0, (unsigned long long)ei.resident_calls);
     if (st_model_expert_info_get(s.m, &ei) == 0 && ei.pin_note && ei.pin_note[0])
         fprintf(stderr, "[experts: %s]\n", ei.pin_note);
     rc = 0;

@@ -1,7 +1,8 @@
-/* Conformance cases of the ABI 1.2 ops for gpt-oss: ATTENTION_EX (per-head sinks, sliding
- * window, over the paged cache as ATTENTION) and SWIGLU_OAI (clamped SwiGLU), against the
- * reference. Windows shorter and longer than the sequences; sinks large enough to take most
- * of the weight; gate and up values beyond the clamp. */
+/* Conformance cases of the ABI 1.2 ops: ATTENTION_EX (per-head sinks, sliding window, over the
+ * paged cache as ATTENTION) and SWIGLU_OAI (clamped SwiGLU) for gpt-oss, ROUTER_GROUPS
+ * (group-limited routing) for DeepSeek-V3, against the reference. Windows shorter and longer
+ * than the sequences; sinks large enough to take most of the weight; gate and up values beyond
+ * the clamp; groups kept of V2's and V3's shapes. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -100,7 +101,50 @@ static void oai_case(st_conf_ctx *c, uint32_t at, int64_t n, int64_t F) {
     st_conf_case_end(c, name, err, 1e-6 + (at == ST_TYPE_F16 ? 1e-5 : at == ST_TYPE_BF16 ? 1e-3 : 0));
 }
 
+/* ROUTER_GROUPS: groups of experts kept by their top-2 sums, then the router's top-k. */
+static void groups_case(st_conf_ctx *c, int32_t n, int32_t E, int32_t k, int32_t groups, int32_t used, int sig) {
+    char name[128];
+    snprintf(name, sizeof name, "router_groups %s n=%d E=%d k=%d groups=%d/%d", sig ? "sigmoid" : "softmax", n, E,
+             k, used, groups);
+    if (!st_conf_claimed(c, SLOT_1_2(c, router_groups), ST_OP_ROUTER_GROUPS, ST_TYPE_F32, name)) return;
+    st_router_groups_args h = {.size = sizeof h, .n_group = groups, .n_group_used = used}, d;
+    st_router_args *b = &h.base;
+    b->size = sizeof *b;
+    b->gating = sig ? ST_ROUTER_SIGMOID : ST_ROUTER_SOFTMAX;
+    b->k = k;
+    b->normalize = sig;
+    b->weight_scale = sig ? 2.5f : 1.0f;
+    b->logits = st_conf_tensor(ST_TYPE_F32, E, n, 1);
+    st_conf_random_tensor(c, &b->logits, 4.0f);
+    float *bias = st_conf_host(c, sizeof(float) * (size_t)E);
+    b->ids = st_conf_host(c, sizeof(int32_t) * (size_t)(n * k));
+    b->weights = st_conf_host(c, sizeof(float) * (size_t)(n * k));
+    if (!bias || !b->ids || !b->weights) { st_conf_case_end(c, name, INFINITY, 0); return; }
+    for (int e = 0; e < E; e++) bias[e] = st_conf_randf(c, -0.5f, 0.5f);
+    b->bias = sig ? bias : NULL;
+    d = h;
+    d.base.logits = st_conf_to_device(c, &b->logits);
+    d.base.bias = sig ? st_conf_upload(c, bias, sizeof(float) * (size_t)E) : NULL;
+    d.base.ids = st_conf_poisoned(c, sizeof(int32_t) * (size_t)(n * k));
+    d.base.weights = st_conf_poisoned(c, sizeof(float) * (size_t)(n * k));
+    double err = INFINITY;
+    if (!c->alloc_failed && st_conf_run_ok(c, "router_groups", c->ops->router_groups(c->stream, &d))) {
+        c->ref->router_groups(NULL, &h);
+        size_t first;
+        if (!st_conf_compare_i32(c, d.base.ids, b->ids, (size_t)(n * k), &first)) {
+            st_tensor vt = st_conf_tensor(ST_TYPE_F32, k, n, 1), vd = vt;
+            vt.data = b->weights;
+            vd.data = d.base.weights;
+            err = st_conf_compare(c, &vd, &vt);
+        }
+    }
+    st_conf_case_end(c, name, err, 1e-9);
+}
+
 void st_conf_oai(st_conf_ctx *c) {
+    groups_case(c, 7, 256, 8, 8, 4, 1); /* DeepSeek-V3's shape */
+    groups_case(c, 3, 64, 6, 8, 3, 0);  /* softmax, DeepSeek-V2's */
+    groups_case(c, 5, 16, 2, 4, 1, 1);  /* one group kept */
     static const ex_shape shapes[] = {
         {1, 8, 2, 64, 1, 100, 16, 1},  /* decode, window shorter than the sequence */
         {6, 4, 4, 64, 1, 40, 8, 1},    /* prefill rows, each with its own window start */

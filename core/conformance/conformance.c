@@ -27,7 +27,7 @@ static int group_selected(const conf_group *g, const char *filter) {
         return strstr("swiglu add scale convert mul_rows", filter) != NULL;
     if (!strcmp(g->name, "topk")) return strstr("argmax topk", filter) != NULL;
     if (!strcmp(g->name, "moe_fused")) return strstr("moe_gate_up moe_down", filter) != NULL;
-    if (!strcmp(g->name, "oai")) return strstr("attention_ex swiglu_oai", filter) != NULL;
+    if (!strcmp(g->name, "oai")) return strstr("attention_ex swiglu_oai router_groups", filter) != NULL;
     return 0;
 }
 

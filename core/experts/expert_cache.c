@@ -289,6 +289,12 @@ double st_expert_stats_hit_rate(const st_expert_stats *s) {
     return t ? (double)s->hits / (double)t : 0.0;
 }
 
+void st_expert_cache_count_resident(st_expert_cache *c, int32_t layer, uint64_t n, uint64_t distinct) {
+    if (layer < 0 || layer >= c->p.n_layer) return;
+    c->stats[layer].hits += n;
+    c->stats[layer].bytes_device += distinct * c->p.slot_bytes;
+}
+
 void st_expert_cache_stats_reset(st_expert_cache *c) {
     memset(c->stats, 0, (size_t)c->p.n_layer * sizeof *c->stats);
 }

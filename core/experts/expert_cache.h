@@ -128,6 +128,10 @@ void st_expert_cache_stats(const st_expert_cache *c, int32_t layer, st_expert_st
 double st_expert_stats_hit_rate(const st_expert_stats *s);
 /* Clears every counter (the residents stay). */
 void st_expert_cache_stats_reset(st_expert_cache *c);
+/* Counts n lookups of `distinct` different experts of `layer` that the caller served from the
+ * device without routing them through the cache (every expert of the layer resident): hits and
+ * device bytes only; no score or recency changes (use it only with a fixed policy). */
+void st_expert_cache_count_resident(st_expert_cache *c, int32_t layer, uint64_t n, uint64_t distinct);
 
 /* Writes the statistics as Prometheus lines labelled device="<device>" (per layer and in
  * total: strata_expert_hits_total, strata_expert_misses_total, strata_expert_inserts_total,

@@ -265,6 +265,51 @@ static int write_tensor(gen_ctx *g, const st_tensor_spec *s, uint32_t type, cons
     return 0;
 }
 
+/* The keys of the families with their own extras (glm4moe, gpt-oss, deepseek2). */
+static int set_family_meta(st_gguf_writer *w, const st_hparams *h) {
+    char k[128];
+    const char *a = st_arch_name(h->arch);
+    int rc = 0;
+#define U32(suffix, v) (snprintf(k, sizeof k, "%s." suffix, a), rc |= st_gguf_writer_set_u32(w, k, (uint32_t)(v)))
+#define F32(suffix, v) (snprintf(k, sizeof k, "%s." suffix, a), rc |= st_gguf_writer_set_f32(w, k, (v)))
+    if (h->arch == ST_ARCH_GLM4MOE) {
+        U32("block_count", h->n_layer + h->n_nextn); /* replaces the trunk count: the file holds the NextN layers too */
+        U32("nextn_predict_layers", h->n_nextn);
+        U32("leading_dense_block_count", h->n_dense_lead);
+        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
+        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
+        F32("expert_weights_scale", h->expert_weights_scale);
+        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
+        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
+    }
+    if (h->arch == ST_ARCH_GPTOSS) {
+        U32("attention.sliding_window", h->n_swa);
+        U32("attention.sliding_window_pattern", h->swa_period);
+        F32("rope.freq_base_swa", h->rope_freq_base_swa);
+    }
+    if (h->arch == ST_ARCH_DEEPSEEK2) {
+        U32("attention.head_count_kv", 1);
+        U32("attention.value_length", h->n_lora_kv);
+        U32("leading_dense_block_count", h->n_dense_lead);
+        U32("attention.q_lora_rank", h->n_lora_q); /* 0: one attn_q matrix (V2-Lite) */
+        U32("attention.kv_lora_rank", h->n_lora_kv);
+        U32("attention.key_length_mla", h->mla_k);
+        U32("attention.value_length_mla", h->mla_v);
+        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
+        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
+        F32("expert_weights_scale", h->expert_weights_scale);
+        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
+        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
+    }
+    if (h->n_expert_groups > 1) { /* deepseek2's group-limited routing */
+        U32("expert_group_count", h->n_expert_groups);
+        U32("expert_group_used_count", h->n_group_used);
+    }
+#undef U32
+#undef F32
+    return rc;
+}
+
 static int set_meta(st_gguf_writer *w, const st_hparams *h) {
     char k[128];
     const char *a = st_arch_name(h->arch);
@@ -297,35 +342,7 @@ static int set_meta(st_gguf_writer *w, const st_hparams *h) {
         U32("expert_feed_forward_length", h->n_ff_exp);
         if (h->n_ff_shexp > 0 && h->arch == ST_ARCH_QWEN2MOE) U32("expert_shared_feed_forward_length", h->n_ff_shexp);
     }
-    if (h->arch == ST_ARCH_GLM4MOE) {
-        U32("block_count", h->n_layer + h->n_nextn); /* replaces the trunk count: the file holds the NextN layers too */
-        U32("nextn_predict_layers", h->n_nextn);
-        U32("leading_dense_block_count", h->n_dense_lead);
-        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
-        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
-        F32("expert_weights_scale", h->expert_weights_scale);
-        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
-        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
-    }
-    if (h->arch == ST_ARCH_GPTOSS) {
-        U32("attention.sliding_window", h->n_swa);
-        U32("attention.sliding_window_pattern", h->swa_period);
-        F32("rope.freq_base_swa", h->rope_freq_base_swa);
-    }
-    if (h->arch == ST_ARCH_DEEPSEEK2) {
-        U32("attention.head_count_kv", 1);
-        U32("attention.value_length", h->n_lora_kv);
-        U32("leading_dense_block_count", h->n_dense_lead);
-        U32("attention.q_lora_rank", h->n_lora_q); /* 0: one attn_q matrix (V2-Lite) */
-        U32("attention.kv_lora_rank", h->n_lora_kv);
-        U32("attention.key_length_mla", h->mla_k);
-        U32("attention.value_length_mla", h->mla_v);
-        U32("expert_shared_count", h->n_ff_shexp / h->n_ff_exp);
-        U32("expert_gating_func", h->expert_gating == ST_ROUTER_SIGMOID ? 2 : 1);
-        F32("expert_weights_scale", h->expert_weights_scale);
-        snprintf(k, sizeof k, "%s.expert_weights_norm", a);
-        rc |= st_gguf_writer_set_bool(w, k, h->expert_weights_norm != 0);
-    }
+    rc |= set_family_meta(w, h);
 #undef U32
 #undef F32
     return rc;
@@ -343,8 +360,10 @@ static int set_saver_meta(st_gguf_writer *w, const st_hparams *h) {
         rc |= st_gguf_writer_set_f32(w, KEY("expert_weights_scale"), 0.0f);
         rc |= st_gguf_writer_set_u32(w, KEY("expert_gating_func"), 0);
     }
-    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_count"), 0);
-    rc |= st_gguf_writer_set_u32(w, KEY("expert_group_used_count"), 0);
+    if (h->n_expert_groups <= 1) {
+        rc |= st_gguf_writer_set_u32(w, KEY("expert_group_count"), 0);
+        rc |= st_gguf_writer_set_u32(w, KEY("expert_group_used_count"), 0);
+    }
     rc |= st_gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)h->n_nextn);
     rc |= st_gguf_writer_set_bool(w, KEY("attention.causal"), true);
     rc |= st_gguf_writer_set_f32(w, KEY("attention.clamp_kqv"), 0.0f);

@@ -140,6 +140,8 @@ typedef struct st_model_expert_info {
     int64_t stage_slots;      /* staging slots */
     uint64_t stage_experts;   /* experts copied to staging slots */
     uint64_t stage_assign;    /* (token, expert) pairs computed from staging slots */
+    uint64_t resident_calls;  /* layer calls of one token that ran on the device with no sync (a
+                                 fixed placement's fully resident layers) */
     double upload_s;          /* measured seconds of one expert's copy (staging only) */
     const char *pin_note;     /* why pinning stopped ("" when it did not), borrowed */
 } st_model_expert_info;

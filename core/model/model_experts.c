@@ -81,6 +81,7 @@ struct st_model_hx {
     int64_t n_staged_assign;/* of the layer in flight: rows computed from staging slots */
     double upload_s;        /* measured: one expert's copy to the device */
     uint64_t stage_experts, stage_assign; /* statistics */
+    uint64_t resident_calls;  /* layer calls that skipped the host (st_model_experts_resident_ffn) */
     /* admissions are copied on their own stream when the device has events: the compute stream
      * waits for them only before its next hits */
     st_stream *up_stream;   /* NULL: the compute stream copies them */
@@ -533,9 +534,8 @@ static int64_t choose_staged(st_model *m, int64_t A) {
 
 /* Rows [pos, pos + cnt) of the layer's reordered assignments through `slot_table` on the device:
  * gate and up from `cur`, SwiGLU, down into the same rows of the expert rows. */
-static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, int64_t cnt, const int32_t *slot_table,
-                      const char *layer_txt, char *err, size_t errlen) {
-    st_model_hx *h = m->hx;
+static int device_ffn(st_model *m, int il, int64_t n, int64_t pos, int64_t cnt, const int32_t *slot_table,
+                      const int32_t *expert, const int32_t *x_row, const char *layer_txt, char *err, size_t errlen) {
     st_work *w = &m->w;
     const st_backend_api *api = m->api;
     const int64_t E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
@@ -547,8 +547,8 @@ static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, in
     g.x = st_model_view2(w->cur, ST_TYPE_F32, E, n);
     g.out = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
     g.slot_table = slot_table;
-    g.expert = h->idx_dev + pos;
-    g.x_row = h->idx_dev + A + pos;
+    g.expert = expert; /* [cnt] */
+    g.x_row = x_row;   /* [cnt] */
     OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, device)");
     g.w = slot_view(m, il, 1);
     g.out = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
@@ -565,6 +565,41 @@ static int device_ffn(st_model *m, int il, int64_t n, int64_t A, int64_t pos, in
     g.out = st_model_view2(w->ed + (size_t)(pos * E), ST_TYPE_F32, E, cnt);
     g.x_row = w->ident;
     OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, device)");
+    return 0;
+}
+
+/* Layer il can skip the host: the placement is fixed (profile policy: the table never changes
+ * after load), every expert of the layer is resident, the step has one token (its k experts are
+ * k distinct lookups, counted without reading them back), no admission waits, and nothing
+ * records the routing (expert counts, routing statistics, the Belady trace). */
+int st_model_experts_resident(const st_model *m, int il, int64_t n) {
+    const st_model_hx *h = m->hx;
+    if (!h || n != 1 || m->p.expert_policy != ST_EXPERT_PROFILE || m->count_experts || h->trace_on || h->n_loads)
+        return 0;
+    const int32_t *row = st_expert_cache_table(h->cache) + (size_t)il * (size_t)m->hp.n_expert;
+    for (int64_t e = 0; e < m->hp.n_expert; e++)
+        if (row[e] < 0) return 0;
+    return 1;
+}
+
+/* The routed experts of such a layer on the device, from the router's output as it lies there:
+ * gate and up of cur through the layer's slot table, SwiGLU, down into rows [A][E] of w->ed in
+ * the router's order (row a = assignment a). No sync, no copies. */
+int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    const st_backend_api *api = m->api;
+    const int64_t A = n * m->hp.n_expert_used;
+    if (h->up_pending) {
+        OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
+        h->up_pending = 0;
+    }
+    /* expert = the router's ids [A], x_row = a / k [A], the layer's table row [n_expert] */
+    if (device_ffn(m, il, n, 0, A, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, m->w.rids, m->w.xrow,
+                   layer_txt, err, errlen))
+        return -1;
+    st_expert_cache_count_resident(h->cache, il, (uint64_t)A, (uint64_t)A);
+    h->accesses += (uint64_t)A;
+    h->resident_calls++;
     return 0;
 }
 
@@ -638,7 +673,8 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
     h->n_loads = n_loads;
     /* the hits, through the table as it stands (it holds every hit; admissions come after) */
     if (nh > 0 &&
-        device_ffn(m, il, n, A, 0, nh, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, layer_txt, err, errlen))
+        device_ffn(m, il, n, 0, nh, h->table_dev + (size_t)il * (size_t)m->hp.n_expert, h->idx_dev, h->idx_dev + A,
+                   layer_txt, err, errlen))
         return -1;
     /* staged rounds: copy up to n_stage experts, point the staging table at them, compute their
      * rows; the next round's copies are ordered after this round's reads on the stream */
@@ -655,7 +691,8 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
             cnt += h->miss_cnt[h->staged[i]];
         }
         OPCHK(api->copy_h2d(m->stream, h->stage_dev, tab, (uint64_t)m->hp.n_expert * 4u), "uploading the staging table");
-        if (device_ffn(m, il, n, A, pos, cnt, h->stage_dev, layer_txt, err, errlen)) return -1;
+        if (device_ffn(m, il, n, pos, cnt, h->stage_dev, h->idx_dev + pos, h->idx_dev + A + pos, layer_txt, err, errlen))
+            return -1;
         pos += cnt;
         h->stage_experts += (uint64_t)(e1 - e0);
     }
@@ -784,6 +821,7 @@ int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     out->stage_slots = h->n_stage;
     out->stage_experts = h->stage_experts;
     out->stage_assign = h->stage_assign;
+    out->resident_calls = h->resident_calls;
     out->upload_s = h->upload_s;
     out->pin_note = h->pin_note;
     return 0;
@@ -795,7 +833,7 @@ void st_model_expert_stats_reset(st_model *m) {
     st_model_hx *h = m->hx;
     if (!h) return;
     st_expert_cache_stats_reset(h->cache);
-    h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = 0;
+    h->forwards = h->tokens = h->cpu_assign = h->stage_experts = h->stage_assign = h->resident_calls = 0;
     h->cpu_s = h->route_s = 0;
     h->tr_n = 0;
     h->tr_base = h->accesses;

@@ -208,13 +208,16 @@ static int shared_expert_into_tmp(st_model *m, const st_layer_w *L, int64_t n, i
 static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     const st_layer_w *L = &m->layers[il];
     const int64_t k = m->hp.n_expert_used, E = m->hp.n_embd;
-    if (st_model_experts_launch(m, il, n, layer_txt, err, errlen)) return -1;
+    const int resident = st_model_experts_resident(m, il, n);
+    if (resident ? st_model_experts_resident_ffn(m, il, n, layer_txt, err, errlen)
+                 : st_model_experts_launch(m, il, n, layer_txt, err, errlen))
+        return -1;
     int accumulate = 0;
     if (shared_expert_into_tmp(m, L, n, &accumulate, layer_txt, err, errlen)) return -1;
-    float *rows = NULL;
-    int64_t n_rows = 0;
-    int32_t *row_of = NULL;
-    if (st_model_experts_finish(m, il, n, &rows, &n_rows, &row_of, layer_txt, err, errlen)) return -1;
+    float *rows = m->w.ed; /* [A][E] in the router's order when resident */
+    int64_t n_rows = n * k;
+    int32_t *row_of = m->w.ident;
+    if (!resident && st_model_experts_finish(m, il, n, &rows, &n_rows, &row_of, layer_txt, err, errlen)) return -1;
     st_moe_combine_args c;
     memset(&c, 0, sizeof c);
     c.k = (int32_t)k;
@@ -224,7 +227,7 @@ static int ffn_moe_hybrid(st_model *m, int il, int64_t n, const char *layer_txt,
     c.weights = m->w.rw;
     c.accumulate = accumulate;
     RUN(moe_combine, c, "experts");
-    return st_model_experts_admit(m, il, err, errlen);
+    return resident ? 0 : st_model_experts_admit(m, il, err, errlen);
 }
 
 /* Routed experts of a fully resident layer after its router, with the fused ops: gate, up and
@@ -323,7 +326,17 @@ static int ffn_moe(st_model *m, int il, int64_t n, const char *layer_txt, char *
     r.bias = L->t[ST_T_FFN_EXP_PROBS_B].data; /* [n_expert] selection bias, or NULL */
     r.ids = w->rids;
     r.weights = w->rw;
-    RUN(router, r, "router");
+    if (hp->n_expert_groups > 1) { /* only the best groups of experts compete (DeepSeek-V3) */
+        st_router_groups_args rg;
+        memset(&rg, 0, sizeof rg);
+        rg.n_group = hp->n_expert_groups;
+        rg.n_group_used = hp->n_group_used;
+        rg.base = r;
+        rg.base.size = sizeof rg.base;
+        RUN(router_groups, rg, "router");
+    } else {
+        RUN(router, r, "router");
+    }
     if (m->hx) return ffn_moe_hybrid(m, il, n, layer_txt, err, errlen);
     if (m->count_experts && count_experts(m, il, n, err, errlen)) return -1;
     if (m->fused_moe) return ffn_moe_fused(m, il, n, layer_txt, err, errlen);

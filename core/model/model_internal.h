@@ -131,17 +131,23 @@ void st_model_experts_step(st_model *m, int64_t n);
 /* The router's choices ids [n][k] of layer il, read back: counted and fed to the routing
  * statistics when those are on. */
 void st_model_note_routing(st_model *m, int il, const int32_t *ids, int64_t n);
+/* 1 when layer il of an n-token step may skip the host (fixed placement, every expert of the
+ * layer resident, one token, nothing recording the routing); then st_model_experts_resident_ffn
+ * computes its experts on the device from the router's output into w.ed ([A][E], the router's
+ * order, combined through w.ident), with no sync. 0 or -1 with err. */
+int st_model_experts_resident(const st_model *m, int il, int64_t n);
+int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);
 /* After the router of layer il: reads its choices and cur (one sync), routes them through the
  * cache, launches the hits on the device and the admissions' uploads. 0 or -1 with err. */
 int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen);
 /* Computes the misses with the CPU module and uploads their rows behind the hits' rows, and the
  * row map MOE_COMBINE reads: *rows ([*n_rows][n_embd]) and *row_of ([n][k]) are what to combine.
  * 0 or -1 with err. */
+int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
+                            const char *layer_txt, char *err, size_t errlen);
 /* After the layer's combine is enqueued: copies the layer's admitted experts from the file into
  * their slots and refreshes the device table, on a second stream when the device has events
  * (the compute stream waits for them before its next hits). 0 or -1 with err. */
 int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen);
-int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
-                            const char *layer_txt, char *err, size_t errlen);
 
 #endif

@@ -143,6 +143,9 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
             }
         }
         if (L->is_moe) {
+            if (hp->n_expert_groups > 1 &&
+                need_op(m, ST_OP_ROUTER_GROUPS, ST_TYPE_F32, "group-limited expert routing", err, errlen))
+                return -1;
             if (need_op(m, ST_OP_ROUTER, ST_TYPE_F32, "the router", err, errlen)) return -1;
             if (need_op(m, ST_OP_MOE_COMBINE, ST_TYPE_F32, "experts", err, errlen)) return -1;
             if (L->t[ST_T_FFN_GATE_INP_SHEXP] &&

@@ -74,6 +74,7 @@ st_status st_ref_moe_down(const st_moe_down_args *a);
 /* ABI 1.2 */
 st_status st_ref_attention_ex(const st_attention_ex_args *a);
 st_status st_ref_swiglu_oai(const st_swiglu_oai_args *a);
+st_status st_ref_router_groups(const st_router_groups_args *a);
 
 /* The ops above as a backend ops table (stream arguments ignored); static storage. */
 const st_backend_ops *st_ref_ops_table(void);

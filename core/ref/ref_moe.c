@@ -19,9 +19,52 @@ static int ranks_before(double va, int64_t ia, double vb, int64_t ib) {
     return ia < ib;
 }
 
+/* Selection values outside the g_used groups with the largest top-2 sums become -inf. */
+static void keep_best_groups(double *sel, int64_t E, int32_t n_group, int32_t g_used, double *score,
+                             unsigned char *kept) {
+    const int64_t per = E / n_group;
+    for (int32_t g = 0; g < n_group; g++) {
+        double m1 = -INFINITY, m2 = -INFINITY;
+        for (int64_t e = g * per; e < (g + 1) * per; e++) {
+            if (sel[e] > m1) {
+                m2 = m1;
+                m1 = sel[e];
+            } else if (sel[e] > m2) {
+                m2 = sel[e];
+            }
+        }
+        score[g] = per > 1 ? m1 + m2 : m1;
+        kept[g] = 0;
+    }
+    for (int32_t j = 0; j < g_used; j++) {
+        int32_t best = -1;
+        for (int32_t g = 0; g < n_group; g++)
+            if (!kept[g] && (best < 0 || ranks_before(score[g], g, score[best], best))) best = g;
+        kept[best] = 1;
+    }
+    for (int64_t e = 0; e < E; e++)
+        if (!kept[e / per]) sel[e] = -INFINITY;
+}
+
+static st_status router_common(const st_router_args *a, int32_t n_group, int32_t g_used);
+
 st_status st_ref_router(const st_router_args *a) {
+    CHECK(st_ref_check_args("router", a, a ? a->size : 0, sizeof *a));
+    return router_common(a, 1, 1);
+}
+
+st_status st_ref_router_groups(const st_router_groups_args *a) {
+    CHECK(st_ref_check_args("router_groups", a, a ? a->size : 0, sizeof *a));
+    const int64_t E = a->base.logits.ne[0];
+    if (a->n_group < 1 || E % a->n_group || a->n_group_used < 1 || a->n_group_used > a->n_group ||
+        (int64_t)a->n_group_used * (E / a->n_group) < a->base.k)
+        return st_ref_fail(ST_INVALID, "router_groups: %d groups (%d used) of %lld experts for k = %d", a->n_group,
+                           a->n_group_used, (long long)E, a->base.k);
+    return router_common(&a->base, a->n_group, a->n_group_used);
+}
+
+static st_status router_common(const st_router_args *a, int32_t n_group, int32_t g_used) {
     const char *op = "router";
-    CHECK(st_ref_check_args(op, a, a ? a->size : 0, sizeof *a));
     CHECK(st_ref_check(op, "logits", &a->logits, 1));
     int64_t E = a->logits.ne[0], n = st_ref_rows(&a->logits);
     if (a->gating != ST_ROUTER_SOFTMAX && a->gating != ST_ROUTER_SIGMOID)
@@ -30,8 +73,8 @@ st_status st_ref_router(const st_router_args *a) {
         return st_ref_fail(ST_INVALID, "router: k = %d outside [1, %lld]", a->k, (long long)E);
     if (n > 0 && (a->ids == NULL || a->weights == NULL))
         return st_ref_fail(ST_INVALID, "router: ids and weights are required");
-    double *p = st_ref_alloc(op, (size_t)E * 2, sizeof(double));
-    unsigned char *taken = st_ref_alloc(op, (size_t)E, 1);
+    double *p = st_ref_alloc(op, (size_t)E * 3, sizeof(double));
+    unsigned char *taken = st_ref_alloc(op, (size_t)E * 2, 1);
     if (p == NULL || taken == NULL) {
         free(p);
         free(taken);
@@ -53,6 +96,7 @@ st_status st_ref_router(const st_router_args *a) {
             sel[e] = p[e] + (a->bias ? (double)a->bias[e] : 0.0);
             taken[e] = 0;
         }
+        if (n_group > 1) keep_best_groups(sel, E, n_group, g_used, sel + E, taken + E);
         int32_t *ids = a->ids + i * a->k;
         float *w = a->weights + i * a->k;
         double wsum = 0, wk[64];

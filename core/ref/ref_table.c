@@ -29,6 +29,7 @@ WRAP(moe_gate_up, st_moe_gate_up_args)
 WRAP(moe_down, st_moe_down_args)
 WRAP(attention_ex, st_attention_ex_args)
 WRAP(swiglu_oai, st_swiglu_oai_args)
+WRAP(router_groups, st_router_groups_args)
 
 static const st_backend_ops g_ops = {
     .size = sizeof(st_backend_ops),
@@ -53,6 +54,7 @@ static const st_backend_ops g_ops = {
     .moe_down = wrap_moe_down,
     .attention_ex = wrap_attention_ex,
     .swiglu_oai = wrap_swiglu_oai,
+    .router_groups = wrap_router_groups,
 };
 
 const st_backend_ops *st_ref_ops_table(void) { return &g_ops; }
@@ -73,6 +75,7 @@ int st_ref_op_supported(uint32_t op, uint32_t type) {
     case ST_OP_SWIGLU:
     case ST_OP_SWIGLU_OAI:
     case ST_OP_ROUTER:
+    case ST_OP_ROUTER_GROUPS:
     case ST_OP_MOE_COMBINE:
     case ST_OP_ADD:
     case ST_OP_SCALE:

@@ -34,7 +34,8 @@ extern "C" {
 
 #define ST_ABI_MAJOR 1u
 #define ST_ABI_MINOR 2u /* 1: fused ops ATTN_PREP, MOE_GATE_UP, MOE_DOWN appended;
-                          2: ATTENTION_EX (sinks, sliding window), SWIGLU_OAI appended */
+                          2: ATTENTION_EX (sinks, sliding window), SWIGLU_OAI, ROUTER_GROUPS
+                             appended */
 
 #define ST_BACKEND_ENTRY_SYMBOL "st_backend_entry"
 #define ST_BACKEND_SCORE_SYMBOL "st_backend_score"
@@ -116,7 +117,8 @@ typedef enum st_op_id {
     /* ABI 1.2 */
     ST_OP_ATTENTION_EX = 19, /* ATTENTION with per-head sinks and a sliding window (gpt-oss) */
     ST_OP_SWIGLU_OAI = 20, /* clamped SwiGLU: min(g, l) sigmoid(a min(g, l)) (clamp(u, -l, l) + 1) */
-    ST_OP_COUNT = 21       /* number of op ids this header knows; not an op */
+    ST_OP_ROUTER_GROUPS = 21, /* ROUTER restricted to the best expert groups (DeepSeek-V3) */
+    ST_OP_COUNT = 22       /* number of op ids this header knows; not an op */
 } st_op_id;
 
 /* Lower-case name of an op id ("moe_gate_up"), "op" for an unknown id. Static storage. */
@@ -124,7 +126,7 @@ static inline const char *st_op_name(uint32_t op) {
     static const char *const names[ST_OP_COUNT] = {
         "get_rows", "rms_norm", "matmul", "rope", "kv_write", "attention", "swiglu", "router", "moe_matmul",
         "moe_combine", "add", "scale", "convert", "mul_rows", "argmax", "topk", "attn_prep", "moe_gate_up",
-        "moe_down", "attention_ex", "swiglu_oai"};
+        "moe_down", "attention_ex", "swiglu_oai", "router_groups"};
     return op < ST_OP_COUNT ? names[op] : "op";
 }
 
@@ -428,6 +430,17 @@ typedef struct st_swiglu_oai_args {
     st_tensor out;  /* [n][F]; may alias either */
 } st_swiglu_oai_args;
 
+/* ABI 1.2. ROUTER over `base` (its every field as there), except that the experts, in n_group
+ * contiguous groups, compete only within the n_group_used groups whose two largest selection
+ * values (gated logit + bias) have the largest sum: the others are never chosen. */
+typedef struct st_router_groups_args {
+    uint32_t size;
+    int32_t n_group;            /* groups (divides n_expert) */
+    int32_t n_group_used;       /* groups kept per token, 1..n_group */
+    int32_t reserved;
+    st_router_args base;
+} st_router_groups_args;
+
 /* One slot per op id, in op-id order. NULL = op absent on this module. */
 typedef struct st_backend_ops {
     uint32_t size;
@@ -455,6 +468,7 @@ typedef struct st_backend_ops {
     /* ABI 1.2 (read only when `size` covers them) */
     st_status (*attention_ex)(st_stream *s, const st_attention_ex_args *a);
     st_status (*swiglu_oai)(st_stream *s, const st_swiglu_oai_args *a);
+    st_status (*router_groups)(st_stream *s, const st_router_groups_args *a);
 } st_backend_ops;
 
 /* ---- the module's table ------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* Pins the layout of every public struct of include/strata/backend.h on LP64: the size of
  * each struct and the offset and size of each field, as ABI 1.2 defines them (1.1 appended the fused ops;
- * 1.2 ATTENTION_EX and SWIGLU_OAI). Modules built
+ * 1.2 ATTENTION_EX, SWIGLU_OAI and ROUTER_GROUPS). Modules built
  * against an older header must keep working, so any change here must be an append at a
  * struct's end with an ABI minor bump (then extend the table), never a move. Also pins the
  * fixed numbers: status codes, type ids, op ids, capability bits, entry symbol names. */
@@ -214,7 +214,13 @@ static const layout_row k_expected[] = {
     {"st_swiglu_oai_args", "gate", 16, 80},
     {"st_swiglu_oai_args", "up", 96, 80},
     {"st_swiglu_oai_args", "out", 176, 80},
-    {"st_backend_ops", NULL, 0, 176},
+    {"st_router_groups_args", NULL, 0, 144},
+    {"st_router_groups_args", "size", 0, 4},
+    {"st_router_groups_args", "n_group", 4, 4},
+    {"st_router_groups_args", "n_group_used", 8, 4},
+    {"st_router_groups_args", "reserved", 12, 4},
+    {"st_router_groups_args", "base", 16, 128},
+    {"st_backend_ops", NULL, 0, 184},
     {"st_backend_ops", "size", 0, 4},
     {"st_backend_ops", "reserved", 4, 4},
     {"st_backend_ops", "get_rows", 8, 8},
@@ -238,6 +244,7 @@ static const layout_row k_expected[] = {
     {"st_backend_ops", "moe_down", 152, 8},
     {"st_backend_ops", "attention_ex", 160, 8},
     {"st_backend_ops", "swiglu_oai", 168, 8},
+    {"st_backend_ops", "router_groups", 176, 8},
     {"st_backend_api", NULL, 0, 288},
     {"st_backend_api", "size", 0, 4},
     {"st_backend_api", "abi_major", 4, 4},
@@ -479,6 +486,12 @@ static const layout_row k_actual[] = {
     F(st_swiglu_oai_args, gate),
     F(st_swiglu_oai_args, up),
     F(st_swiglu_oai_args, out),
+    S(st_router_groups_args),
+    F(st_router_groups_args, size),
+    F(st_router_groups_args, n_group),
+    F(st_router_groups_args, n_group_used),
+    F(st_router_groups_args, reserved),
+    F(st_router_groups_args, base),
     S(st_backend_ops),
     F(st_backend_ops, size),
     F(st_backend_ops, reserved),
@@ -503,6 +516,7 @@ static const layout_row k_actual[] = {
     F(st_backend_ops, moe_down),
     F(st_backend_ops, attention_ex),
     F(st_backend_ops, swiglu_oai),
+    F(st_backend_ops, router_groups),
     S(st_backend_api),
     F(st_backend_api, size),
     F(st_backend_api, abi_major),
@@ -608,7 +622,7 @@ int main(void) {
                                      ST_OP_MOE_MATMUL, 8, ST_OP_MOE_COMBINE, 9, ST_OP_ADD, 10, ST_OP_SCALE, 11,
                                      ST_OP_CONVERT, 12, ST_OP_MUL_ROWS, 13, ST_OP_ARGMAX, 14, ST_OP_TOPK, 15,
                                      ST_OP_ATTN_PREP, 16, ST_OP_MOE_GATE_UP, 17, ST_OP_MOE_DOWN, 18,
-                                     ST_OP_ATTENTION_EX, 19, ST_OP_SWIGLU_OAI, 20};
+                                     ST_OP_ATTENTION_EX, 19, ST_OP_SWIGLU_OAI, 20, ST_OP_ROUTER_GROUPS, 21};
     for (size_t i = 0; i < sizeof op_pinned / sizeof op_pinned[0]; i += 2)
         CHECK_EQ("op id", op_pinned[i], op_pinned[i + 1]);
     /* the ops table has one slot per op id, in op-id order */

@@ -91,6 +91,9 @@ for a in deepseek2 glm4moe; do
   check "$a: greedy text not empty" test -s "$T/$a.g0.txt"
   check "$a: expert cache gives the resident greedy text" cmp -s "$T/$a.g0.txt" "$T/$a.g1.txt"
   check "$a: --n-cpu-moe 2 gives the resident greedy text" cmp -s "$T/$a.g0.txt" "$T/$a.g2.txt"
+  # the fixed placement's fully resident layers decode with no router sync (and still agree)
+  check "$a: --n-cpu-moe 2 decodes resident layers without a sync" \
+    bash -c "'$STRATA' run -m '$T/$a.gguf' -p hello -n 16 --temp 0 --backend sim --n-cpu-moe 2 2>&1 >/dev/null | grep -Eq ', [1-9][0-9]* layer steps without a router sync'"
 done
 check "gpt-oss: gen-model" "$STRATA" gen-model --arch gpt-oss --preset demo --type q8_0 --out "$T/oss.gguf"
 check "gpt-oss: offload refused by name" bash -c "! '$STRATA' run -m '$T/oss.gguf' -p x -n 2 --backend sim --expert-cache 4 2>'$T/e.txt' && grep -q 'expert biases' '$T/e.txt'"
