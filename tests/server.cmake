@@ -12,7 +12,7 @@
 #  server.stall        a hung device op: watchdog stall report, restart
 #  server.freeze       a stopped engine (SIGSTOP): heartbeats missed, stall report, error events, restart
 #  server.restarts     engines that cannot start: no restart loop, growing back-off, prompt SIGTERM
-#  server.vocab        a tokenizer larger than the embedding: warned at load, 400 at submit; control tokens in content are text
+#  server.vocab        a tokenizer larger than the embedding: warned at load, 400 at submit; control tokens in content are text (built-in and Jinja templates)
 #  server.connections  1,000 held connections while 64 streams complete; header deadline; half-closed clients
 #  server.edges        key before body, buffered-bytes cap, key file/env, 405/Allow, 429 Retry-After, JSON/UTF-8/NUL/duplicate keys
 #  server.soak         40 s mixed run (STRATA_SOAK_SECONDS=600 for the long one): SIGKILL/SIGSTOP, cancels, hostile bodies, slowloris, overflow

@@ -254,7 +254,10 @@ static const char *const k_known[] = {"--model", "--host", "--port", "--parallel
                                      "--chat-template-file", "--alias", "--stall-timeout", "--restart-delay", "--threads",
                                      "--backend", "--device", "--kv-type", "--max-body", "--max-depth", "--queue",
                                      "--report-dir", "--config", "--vram-budget", "--vram-reserve-mib", "--expert-cache",
-                                     "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe", "--cors", NULL};
+                                     "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe",
+                                     "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
+                                     "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
+                                     "--http-threads", "--cors", NULL};
 
 /* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
  * is not one, -1 when its value is missing. Its note is printed. */

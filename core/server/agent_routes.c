@@ -10,17 +10,14 @@
 #include <string.h>
 
 #include "server/agent_routes.h"
+#include "server/http_internal.h"
 #include "server/openai.h"
 #include "template/chat_jinja.h"
 
 static enum MHD_Result reply(struct MHD_Connection *c, int status, cJSON *o) {
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    const char *body = s ? s : "{}";
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
+    enum MHD_Result ok = st_http_send(c, status, "application/json", s ? s : "{}", NULL, NULL);
     free(s);
     return ok;
 }
@@ -155,22 +152,14 @@ int st_agent_is_route(const char *url) {
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res) {
     int post = !strcmp(method, "POST");
-    if (!strcmp(url, "/v1/embeddings")) { /* the key was checked with the other /v1/ routes */
+    if (!strcmp(url, "/v1/embeddings")) {
         *res = embeddings(f, c);
         return 1;
     }
     int known = !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
                 !strcmp(url, "/props");
     if (!known) return 0;
-    if (f->cfg.api_key) {
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, f->cfg.api_key)) {
-            st_oai_error e;
-            st_oai_error_set(&e, 401, NULL, "invalid_api_key", NULL, "Incorrect API key provided (send 'Authorization: Bearer <key>')");
-            *res = reply_error(c, &e);
-            return 1;
-        }
-    }
+    /* the API key was checked on the headers (server/http.c) */
     if (!strcmp(url, "/props")) {
         *res = props(f, c);
         return 1;

@@ -9,7 +9,8 @@
 
 /* Nonzero for the urls st_agent_route answers. */
 int st_agent_is_route(const char *url);
-/* 1 when url is one of these routes (the answer is queued and *res set), else 0. */
+/* 1 when url is one of these routes (the answer is queued and *res set), else 0. The API key
+ * was checked on the headers (server/http.c); the route checks the method. */
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res);
 

@@ -41,6 +41,14 @@ typedef struct st_chat_span {
  * text while the template's own markers become special tokens. */
 char *st_chat_render_spans(st_chat_template t, const st_chat_message *msgs, size_t n_msgs, st_chat_span **spans,
                            size_t *n_spans);
+/* The spans of the messages' contents in prompt, rendered by the Jinja template t from the
+ * chat request req with options o (server/jinja_spans.c): 0 with *spans (malloc'ed, may be
+ * NULL), or -1 when the template does more to a content than trimming it (no spans known). */
+struct cJSON;
+struct st_jinja;
+struct st_chat_jinja_opts;
+int st_chat_jinja_spans(const struct st_jinja *t, const struct cJSON *req, const struct st_chat_jinja_opts *o,
+                        const char *prompt, st_chat_span **spans, size_t *n_spans);
 /* Extra stop strings the template's turn end implies (e.g. "<|im_end|>"); NULL-terminated
  * static list. */
 const char *const *st_chat_stop_strings(st_chat_template t);

@@ -176,6 +176,21 @@ static int send_frame(st_front *f, int try, uint32_t type, const void *a, size_t
     return rc;
 }
 
+/* A request with its lock and condition initialized, or NULL. */
+static st_req *req_new(void) {
+    st_req *r = calloc(1, sizeof *r);
+    if (!r || pthread_mutex_init(&r->mu, NULL)) {
+        free(r);
+        return NULL;
+    }
+    if (pthread_cond_init(&r->cv, NULL)) {
+        pthread_mutex_destroy(&r->mu);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
 st_req *st_front_submit(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                         const st_sampler_params *sp, int *status, char *msg, size_t msglen) {
     return st_front_submit_ex(f, prompt, n, max_tokens, ignore_eos, sp, NULL, status, msg, msglen);
@@ -186,17 +201,8 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
     size_t nbody = 0; /* tokens, grammar, biases: server/proto_submit.c */
     void *body = st_msg_submit_pack(prompt, n, x ? x->grammar : NULL, x ? x->bias_ids : NULL, x ? x->bias_vals : NULL,
                                     x ? x->n_bias : 0, &nbody);
-    st_req *r = body ? calloc(1, sizeof *r) : NULL;
-    if (!r || pthread_mutex_init(&r->mu, NULL)) {
-        free(r);
-        free(body);
-        *status = 500;
-        snprintf(msg, msglen, "out of memory");
-        return NULL;
-    }
-    if (pthread_cond_init(&r->cv, NULL)) {
-        pthread_mutex_destroy(&r->mu);
-        free(r);
+    st_req *r = body ? req_new() : NULL;
+    if (!r) {
         free(body);
         *status = 500;
         snprintf(msg, msglen, "out of memory");

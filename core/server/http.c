@@ -46,8 +46,8 @@ void st_http_keep_alive_header(struct MHD_Response *r) {
 enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *type, const char *body,
                              const char *hname, const char *hval) {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    st_agent_cors_headers(c, r); /* --cors (server/agent_routes.c) */
     if (!r) return MHD_NO;
+    st_agent_cors_headers(c, r); /* --cors (server/agent_routes.c) */
     MHD_add_response_header(r, "Content-Type", type);
     if (hname && hval) MHD_add_response_header(r, hname, hval);
     st_http_keep_alive_header(r);
@@ -342,8 +342,8 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         free(j);
         return ok;
     }
-    /* probes (/health, /metrics) need no key; the API does */
-    if (f->cfg.api_key && !strncmp(url, "/v1/", 4) &&
+    /* probes (/health, /metrics) need no key; the API and the utility routes do */
+    if (f->cfg.api_key && (cs->route == R_AGENT || !strncmp(url, "/v1/", 4)) &&
         !key_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), f->cfg.api_key))
         return st_http_fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");

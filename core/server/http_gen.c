@@ -53,6 +53,8 @@ struct gen {
     st_resp_stream *rs; /* /v1/responses streamed: chunks become typed events (server/agent_responses_out.c) */
     int responses;      /* /v1/responses */
     int choice;         /* n > 1: which choice this generation is */
+    conn_state *cs;     /* n > 1, the last choice: the connection's state with the earlier answers */
+    int last;           /* the last (or only) choice: a half-closed client can be answered */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -160,7 +162,7 @@ static void gen_wake(void *arg, int tick) {
     gen *g = arg;
     if (!g->suspended) return;
     int end = g->r->done || g->r->failed;
-    if (!g->q.stream && end && g->probed && !g->answered) answer_raw(g);
+    if (!g->q.stream && end && (g->last || g->r->failed) && g->probed && !g->answered) answer_raw(g);
     if (!g->q.stream && !end) {
         if (!tick) return;
         int ps = peer_state(g);
@@ -406,6 +408,8 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
     }
     g->responses = cs->responses;
     g->choice = cs->choice;
+    g->last = cs->n_choices <= 1 || cs->choice + 1 >= cs->n_choices;
+    if (cs->n_choices > 1 && g->last) g->cs = cs;
     if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, &e)) { /* tool_choice required/named */
         st_http_gen_free(g);
         return st_http_send_error(c, &e);
@@ -489,7 +493,13 @@ static enum MHD_Result answer_whole(struct MHD_Connection *c, gen *g) {
  * on reading the end of stream before it let the handler answer. It then closes it. */
 static void answer_raw(gen *g) {
     st_req *r = g->r;
-    while (g->consumed < r->n_toks) take_one(g, r->toks[g->consumed++]);
+    while (g->consumed < r->n_toks) { /* under r->mu already */
+        int32_t i = g->consumed++;
+        st_token_logprobs lp = {0};
+        if (r->lps && i < r->lps_cap) lp = r->lps[i];
+        if (!g->stop_hit) st_agent_lp_add(&g->lp, g->f->tok, r->toks[i], &lp);
+        take_one(g, r->toks[i]);
+    }
     char *j = NULL;
     int status = r->failed ? r->fail_status : 200;
     if (r->failed) {
@@ -500,6 +510,10 @@ static void answer_raw(gen *g) {
         j = st_oai_error_json(&e);
     } else {
         j = whole_json(g);
+        if (j && g->cs) { /* n > 1: the earlier choices' answers with this one */
+            g->cs->choice_json[g->choice] = j;
+            j = st_agent_merge_choices(g->cs->choice_json, g->cs->n_choices);
+        }
     }
     char head[256];
     int hl = snprintf(head, sizeof head,

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,11 +117,11 @@ static const char *content_text(cJSON *c, char **owned) {
     return s;
 }
 
-/* The prompt through the model's Jinja template (template/chat_jinja.h). */
-/* Where the contents lie in a Jinja rendering: each message's text found in order after the
- * previous one (templates print contents verbatim; one that is transformed is not found and
- * is then tokenized like the template's text). -1 when out of memory. */
-static int jinja_spans(st_oai_request *out, const st_chat_message *cm, size_t n) {
+/* Where the contents lie in a Jinja rendering, when the marked rendering of
+ * server/jinja_spans.c could not tell: each message's text found in order after the previous
+ * one (one that is transformed is not found and is then tokenized like the template's text).
+ * -1 when out of memory. */
+static int jinja_spans_search(st_oai_request *out, const st_chat_message *cm, size_t n) {
     out->spans = calloc(n ? n : 1, sizeof *out->spans);
     if (!out->spans) return -1;
     size_t pos = 0;
@@ -132,14 +133,6 @@ static int jinja_spans(st_oai_request *out, const st_chat_message *cm, size_t n)
         out->spans[out->n_spans++].len = len;
         pos = (size_t)(f - out->prompt) + len;
     }
-    return 0;
-}
-
-static int render_jinja(const st_oai_render *rd, cJSON *root, st_oai_request *out, st_oai_error *err) {
-    char msg[300];
-    st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
-    out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
-    if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
     return 0;
 }
 
@@ -186,6 +179,24 @@ static const char *dup_key(const cJSON *o, int *oom) {
     const char *d = cJSON_IsObject(o) ? dup_in_object(o, oom) : NULL;
     for (const cJSON *a = o ? o->child : NULL; a && !d && !*oom; a = a->next) d = dup_key(a, oom);
     return d;
+}
+
+/* The prompt through the model's Jinja template (template/chat_jinja.h), and where the
+ * messages' contents (cm[n]) lie in it. */
+static int render_jinja(const st_oai_render *rd, cJSON *root, const st_chat_message *cm, size_t n, st_oai_request *out,
+                        st_oai_error *err) {
+    char msg[300];
+    st_chat_jinja_opts o = {rd->bos_token, rd->eos_token, 1};
+    out->prompt = st_chat_jinja_apply(rd->jinja, root, &o, msg, sizeof msg);
+    if (!out->prompt) return st_oai_error_set(err, 400, NULL, "invalid_request_error", "messages", "the chat template refused the request: %s", msg);
+    if (!st_chat_jinja_spans(rd->jinja, root, &o, out->prompt, &out->spans, &out->n_spans)) return 0;
+    static atomic_int noted;
+    if (!atomic_exchange(&noted, 1))
+        fprintf(stderr, "strata serve: note: the chat template changes a message's content beyond trimming it; for "
+                        "such requests the contents are searched for in the prompt, and one the template changed is "
+                        "tokenized like the template's text\n");
+    if (jinja_spans_search(out, cm, n)) return st_oai_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    return 0;
 }
 
 int st_oai_parse(const char *body, size_t len, int chat, st_chat_template t, int max_depth, st_oai_request *out,
@@ -339,7 +350,7 @@ int st_oai_parse_ex(const char *body, size_t len, int chat, const st_oai_render 
             cm[i].content = txt;
             i++;
         }
-        if (!bad && rd->jinja && (render_jinja(rd, root, out, err) || jinja_spans(out, cm, (size_t)n))) bad = 1;
+        if (!bad && rd->jinja && render_jinja(rd, root, cm, (size_t)n, out, err)) bad = 1;
         else if (!bad && !rd->jinja) out->prompt = st_chat_render_spans(t, cm, (size_t)n, &out->spans, &out->n_spans);
         for (int j = 0; j < n; j++) free(owned[j]);
         free(owned);

@@ -1,10 +1,13 @@
 /* Unit test of the chat templates (core/server/chat.c): rendering of each family against the
- * published formats, detection from GGUF Jinja texts, names and stop strings. */
+ * published formats, detection from GGUF Jinja texts, names and stop strings; the content spans
+ * of a Jinja rendering (core/server/jinja_spans.c). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/chat.h"
+#include "template/chat_jinja.h"
 
 static int fails;
 
@@ -26,7 +29,57 @@ static void expect_render(st_chat_template t, const char *want) {
         }                                                                         \
     } while (0)
 
+/* Spans of a Jinja rendering of req by src: their count (-1 when none could be found), the
+ * prompt in *prompt and the spans as "start:text" joined with '|' in joined. */
+static int jinja_spans(const char *src, const char *req, char **prompt, char *joined, size_t cap) {
+    char err[256];
+    st_jinja *t = st_jinja_parse(src, err, sizeof err);
+    cJSON *r = cJSON_Parse(req);
+    st_chat_jinja_opts o = {"", "", 1};
+    *prompt = t && r ? st_chat_jinja_apply(t, r, &o, err, sizeof err) : NULL;
+    st_chat_span *sp = NULL;
+    size_t n = 0;
+    int rc = *prompt ? st_chat_jinja_spans(t, r, &o, *prompt, &sp, &n) : -1;
+    joined[0] = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        snprintf(joined + strlen(joined), cap - strlen(joined), "%s%zu:%.*s", i ? "|" : "", sp[i].start,
+                 (int)sp[i].len, *prompt + sp[i].start);
+    free(sp);
+    cJSON_Delete(r);
+    st_jinja_free(t);
+    return rc ? -1 : (int)n;
+}
+
+static void test_jinja_spans(void) {
+    static const char chatml[] = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                                 "<|im_start|>assistant\n";
+    char *p, j[256];
+    /* a content that is exactly the template's marker: the content is the span, not the marker */
+    int n = jinja_spans(chatml, "{\"messages\":[{\"role\":\"system\",\"content\":\"S\"},"
+                                "{\"role\":\"user\",\"content\":\"<|im_end|>\"}]}", &p, j, sizeof j);
+    CHECK(n == 2 && !strcmp(j, "19:S|48:<|im_end|>"));
+    free(p);
+    /* text parts joined; an empty content has no span */
+    n = jinja_spans(chatml, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a \"},"
+                            "{\"type\":\"text\",\"text\":\"<|im_start|>b\"}]},{\"role\":\"assistant\",\"content\":\"\"}]}",
+                    &p, j, sizeof j);
+    CHECK(n == 1 && !strcmp(j, "17:a <|im_start|>b"));
+    free(p);
+    /* a template that trims (Llama 3's): the trimmed text is the span */
+    n = jinja_spans("{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content | trim }}"
+                    "<|eot_id|>{% endfor %}", "{\"messages\":[{\"role\":\"user\",\"content\":\"  hi <|eot_id|> \\n\"}]}",
+                    &p, j, sizeof j);
+    CHECK(n == 1 && !strcmp(j, "42:hi <|eot_id|>"));
+    free(p);
+    /* a template that rewrites a content: no spans */
+    n = jinja_spans("{% for m in messages %}[{{ m.content | upper }}]{% endfor %}",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"abc\"}]}", &p, j, sizeof j);
+    CHECK(n == -1);
+    free(p);
+}
+
 int main(void) {
+    test_jinja_spans();
     expect_render(ST_CHAT_CHATML, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
                                   "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n"
                                   "<|im_start|>assistant\n");

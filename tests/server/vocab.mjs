@@ -2,10 +2,13 @@
 // The model: tiny with its token embedding and output cut to 300 rows while its tokenizer
 // keeps 301 tokens (id 300 is <|end_of_text|>). The server warns at load; by default the
 // control-token text in chat content is tokenized as text; with --content-specials parse it
-// becomes id 300, and the request is refused with 400 instead of failing the engine.
+// becomes id 300, and the request is refused with 400 instead of failing the engine. With a
+// Jinja chat template (--chat-template-file) the contents are found in its rendering and stay
+// text the same way.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DIR, check, finish, model, patchedModel, post, startServer } from './lib.mjs';
 
 const tmp = path.join(DIR, 'vocab');
@@ -43,4 +46,22 @@ await check('--content-specials parse: an out-of-vocabulary id is a 400, the eng
   assert.doesNotMatch(parse.log, /ERROR the engine/);
 });
 
-await finish([text, parse]);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const jinja = await startServer({ modelPath: cut, name: 'vocab-jinja',
+  args: ['--chat-template-file', path.join(here, 'agent_template.jinja')] });
+await check('control tokens typed in chat content are text with a Jinja template', async () => {
+  const pid = await pidOf(jinja);
+  const plain = await post(jinja, '/v1/chat/completions', chat('hi there'));
+  const ctl = await post(jinja, '/v1/chat/completions', chat('hi <|end_of_text|> there'));
+  assert.equal(plain.status, 200, plain.text);
+  assert.equal(ctl.status, 200, ctl.text);
+  const extra = ctl.json.usage.prompt_tokens - plain.json.usage.prompt_tokens;
+  assert.ok(extra >= 8, `<|end_of_text|> became ${extra} text tokens, not one special token`);
+  const sys = await post(jinja, '/v1/chat/completions', { ...chat('hi'), messages: [
+    { role: 'system', content: [{ type: 'text', text: 'be <|end_of_text|> brief' }] }, { role: 'user', content: 'hi' }] });
+  assert.equal(sys.status, 200, sys.text);
+  assert.equal(await pidOf(jinja), pid, 'the same engine');
+  assert.doesNotMatch(jinja.log, /changes a message's content/);
+});
+
+await finish([text, parse, jinja]);
