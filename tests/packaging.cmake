@@ -16,3 +16,18 @@ if(TARGET strata AND NOT CMAKE_CROSSCOMPILING)
                    $<TARGET_FILE:strata> ${STRATA_VERSION} ${STRATA_GIT_COMMIT_DETECTED} ${STRATA_TEST_ABI} ${_mods})
   set_tests_properties(cli.version PROPERTIES ENVIRONMENT "STRATA_LOG=error;STRATA_SIM=devices=1,mem=256MiB")
 endif()
+
+# cpack builds the packages; the core .deb is unpacked with dpkg -x and the archive is
+# unpacked and moved, and each runs `strata backends` and `strata --version` from there.
+find_program(STRATA_DPKG_DEB dpkg-deb)
+find_program(STRATA_CPACK cpack HINTS ${CMAKE_COMMAND}/..)
+if(TARGET strata AND NOT CMAKE_CROSSCOMPILING AND STRATA_DPKG_DEB AND STRATA_CPACK AND NOT STRATA_SANITIZE)
+  string(REPLACE ";" "," _comps "${STRATA_PACKAGE_COMPONENTS}")
+  get_filename_component(_cpack_dir ${STRATA_CPACK} DIRECTORY)
+  add_test(NAME packaging.deb
+           COMMAND env PATH=${_cpack_dir}:$ENV{PATH} ${CMAKE_CURRENT_SOURCE_DIR}/packaging/check_packages.sh
+                   ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${STRATA_VERSION} ${STRATA_GIT_COMMIT_DETECTED}
+                   ${STRATA_TEST_ABI} ${_comps})
+  # cpack re-installs every component and strips the copies: a few seconds
+  set_tests_properties(packaging.deb PROPERTIES LABELS "slow;nosan" TIMEOUT 300 RUN_SERIAL ON)
+endif()
