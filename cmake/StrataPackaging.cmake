@@ -57,12 +57,27 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Debian architecture of the target (cpack would otherwise ask dpkg for the host's, wrong in a
+# cross build such as cmake/toolchain-ppc64le.cmake).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(ppc64le|powerpc64le)$")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ppc64el)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+endif()
 find_program(STRATA_DPKG_SHLIBDEPS dpkg-shlibdeps)
-if(STRATA_DPKG_SHLIBDEPS)
-  # libc, libm, libmicrohttpd, libcjson, ... from the binaries themselves
+if(STRATA_DPKG_SHLIBDEPS AND NOT CMAKE_CROSSCOMPILING)
+  # libc, libm, libmicrohttpd, libcjson, ... read from the binaries themselves
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
-  message(STATUS "packaging: dpkg-shlibdeps not found; .deb packages list only their own dependencies")
+  # dpkg-shlibdeps cannot read a cross build's target libraries: name them by hand
+  set(_core_deps "libc6 (>= 2.34)")
+  if(TARGET st_server)
+    string(APPEND _core_deps ", libmicrohttpd12 (>= 0.9.50), libcjson1 (>= 1.7.13)")
+  endif()
+  set(CPACK_DEBIAN_CORE_PACKAGE_DEPENDS "${_core_deps}")
+  message(STATUS "packaging: .deb dependencies named by hand (${_core_deps}), not by dpkg-shlibdeps")
 endif()
 set(_ver "${PROJECT_VERSION}")
 

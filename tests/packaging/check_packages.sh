@@ -5,7 +5,8 @@
 #   - no package and no archive holds the simulated device module (strata-sim.so);
 #   - the core .deb, extracted with dpkg -x into a temporary root, runs from there:
 #     `strata backends` finds its modules executable-relative in that root and has a usable
-#     device, and `strata --version` passes check_version.sh;
+#     device, `strata --version` passes check_version.sh, and `strata run` generates 8 greedy
+#     tokens of a generated model on the CPU module;
 #   - the same for the .tar.gz unpacked and then moved elsewhere (relocatable);
 #   - shared objects in the packages: modules carry no soname (dlopen'ed MODULEs).
 #   COMPONENTS: comma-separated components this build packages (core,dev[,cuda][,vsx]).
@@ -69,6 +70,16 @@ run_tree() { # root label: run strata backends and --version from an unpacked tr
   env -u STRATA_BACKEND_PATH STRATA_LOG=error "$src/tests/packaging/check_version.sh" "$exe" "$version" "$commit" "$abi" |
     sed "s|^|$label --version: |"
   [ "${PIPESTATUS[0]}" -eq 0 ] || bad "$label: strata --version fields"
+  # a request: a generated model, 8 greedy tokens on the CPU module of the unpacked tree
+  if "$exe" gen-model --arch qwen3moe --preset tiny --type Q8_0 --seed 1 --out "$tmp/$label.gguf" >/dev/null 2>&1; then
+    env -u STRATA_BACKEND_PATH STRATA_LOG=error "$exe" run -m "$tmp/$label.gguf" -p hello -n 8 --temp 0 --threads 1 \
+      --backend cpu >"$tmp/$label.out" 2>"$tmp/$label.err" || bad "$label: strata run exited $?: $(cat "$tmp/$label.err")"
+    grep -q 'generated: 8 tokens' "$tmp/$label.err" || bad "$label: strata run did not generate 8 tokens: $(cat "$tmp/$label.err")"
+    grep -q "on cpu device" "$tmp/$label.err" || bad "$label: strata run did not run on the CPU module"
+    echo "$label run: $(head -n 1 "$tmp/$label.err")"
+  else
+    bad "$label: strata gen-model failed"
+  fi
   for so in "$root"/lib/strata/backends/*.so; do
     readelf -d "$so" | grep -q SONAME && bad "$label: module $(basename "$so") has a soname"
   done
@@ -76,7 +87,23 @@ run_tree() { # root label: run strata backends and --version from an unpacked tr
 if [ -f "$core" ]; then
   mkdir -p "$tmp/root"
   dpkg -x "$core" "$tmp/root" || bad "dpkg -x $core"
+  # on POWER the CPU backend is its own package: unpack it beside the core
+  vsx="$tmp/out/strata-backend-vsx_${version}_${arch}.deb"
+  [ -f "$vsx" ] && { dpkg -x "$vsx" "$tmp/root" || bad "dpkg -x $vsx"; }
   run_tree "$tmp/root/usr" deb
+  # adding the CUDA package adds its module to what the core finds (devices only with a GPU
+  # and driver; without them the module still loads and says why it has none)
+  cuda="$tmp/out/strata-backend-cuda_${version}_${arch}.deb"
+  if [ -f "$cuda" ]; then
+    dpkg -x "$cuda" "$tmp/root" || bad "dpkg -x $cuda"
+    out=$(env -u STRATA_BACKEND_PATH STRATA_LOG=error "$tmp/root/usr/bin/strata" backends 2>&1)
+    echo "$out" | grep -A1 'strata-cuda' | sed 's|^|deb+cuda backends: |'
+    echo "$out" | grep -Eq "^  [a-z]+ +[^ ]+ +$tmp/root/usr/lib/strata/backends/strata-cuda[a-z0-9-]*\.so\$" ||
+      bad "deb+cuda: strata-cuda.so not listed"
+    echo "$out" | grep -Eq "^  (entry|abi|probe|devices) +[^ ]+ +$tmp/root/usr/lib/strata/backends/strata-cuda[a-z0-9-]*\.so\$" ||
+      bad "deb+cuda: strata-cuda.so did not load past its entry point"
+    "$tmp/root/usr/bin/strata" --version | grep 'strata-cuda' | sed 's|^|deb+cuda --version: |'
+  fi
 fi
 
 tgz=$(ls "$tmp/out"/strata-"$version"-*.tar.gz 2>/dev/null | head -n 1)
@@ -88,6 +115,10 @@ else
   top=$(ls "$tmp/x")
   mv "$tmp/x/$top" "$tmp/moved"
   run_tree "$tmp/moved" tgz
+fi
+# the same binary on the same model: the greedy text is the same from both trees
+if [ -f "$tmp/deb.out" ] && [ -f "$tmp/tgz.out" ]; then
+  cmp -s "$tmp/deb.out" "$tmp/tgz.out" || bad "greedy text differs between the .deb and the archive"
 fi
 [ $fail -eq 0 ] && echo "PASS: packages built, the core .deb and the archive run where they are unpacked"
 exit $fail
