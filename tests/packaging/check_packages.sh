@@ -20,6 +20,12 @@ bad() { echo "FAIL: $*"; fail=1; }
 if ! (cd "$build" && cpack -G "DEB;TGZ" -B "$tmp/out" >"$tmp/cpack.log" 2>&1); then
   cat "$tmp/cpack.log"; echo "FAIL: cpack"; exit 1
 fi
+# cpack builds first (preinstall): when CMake re-ran there, the commit it baked in is the new one
+hdr="$build/core/cli/generated/cli/build_info.h"
+if [ -f "$hdr" ]; then
+  c=$(sed -n 's/^#define STRATA_GIT_COMMIT_STRING "\(.*\)"$/\1/p' "$hdr")
+  [ -n "$c" ] && commit=$c
+fi
 arch=$(dpkg --print-architecture)
 declare -A pkg=([core]=strata [dev]=strata-dev [cuda]=strata-backend-cuda [vsx]=strata-backend-vsx)
 IFS=, read -r -a want <<<"$comps"
