@@ -70,6 +70,9 @@ typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
  * then 4 chunks of 32 bytes; byte 4 * r + e of chunk t holds row r's value 8t + e (unsigned,
  * 0..15) in its low nibble and value 8t + 4 + e in its high nibble.
  *
+ * Q8_0 x8: per 32-value block, 272 bytes: d[8] (F16), then 8 chunks of 32 bytes; byte 4r + e of
+ * chunk s is row r's value 4s + e (int8).
+ *
  * Q4_K x8: per 256-value super-block, 1312 bytes: d[8] and dmin[8] (F16, 32 bytes); the 6-bit
  * scales as sc[j][r][2] (u8, each twice: 128 bytes) and the mins as mn[j][r] (int16) stored in
  * pairs of sub-blocks, [j / 2][r][j % 2] (128 bytes); then for each 32-value sub-block j the 4
@@ -77,7 +80,7 @@ typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
  *
  * Numerics of a group dot (the same for every ISA, so the oracle is exact): for row r and
  * activation row j, acc = 0 and for each block b in order
- *     Q4_0: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
+ *     Q4_0, Q8_0: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
  *     Q4_K: acc = fmaf((float)isum, d[r] * d_x[b], acc); acc = fmaf(-(float)msum, dmin[r] * d_x[b], acc)
  * with isum the exact integer dot of the block (values - 8 for Q4_0; sum over sub-blocks of
  * scale times the sub-block's dot for Q4_K) and msum = sum over sub-blocks of min times the
@@ -163,7 +166,10 @@ void st_cpu_repack8_q4_0(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q4_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 void st_cpu_repack8_q4_k(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q4_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_q8_0(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q8_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 #define ST_CPU_X8_Q4_0_BLOCK 144
+#define ST_CPU_X8_Q8_0_BLOCK 272
 #define ST_CPU_X8_Q4_K_BLOCK 1312
 
 #ifdef __cplusplus

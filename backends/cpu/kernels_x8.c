@@ -154,3 +154,39 @@ void st_cpu_dot8_q4_k(int64_t k, const void *wp, int64_t ng, const void *x, size
             }
     }
 }
+
+/* ------------------------------------------------------------------ Q8_0 x8 */
+
+void st_cpu_repack8_q8_0(int64_t k, const void *w, size_t ws, void *dst) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < k / ST_QK8_0; b++, out += ST_CPU_X8_Q8_0_BLOCK) {
+        for (int r = 0; r < 8; r++) {
+            const st_block_q8_0 *src = (const st_block_q8_0 *)((const char *)w + (size_t)r * ws) + b;
+            memcpy(out + 2 * r, &src->d, 2);
+            for (int s = 0; s < 8; s++) memcpy(out + 16 + 32 * s + 4 * r, src->qs + 4 * s, 4);
+        }
+    }
+}
+
+void st_cpu_dot8_q8_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss) {
+    const int64_t nb = k / ST_QK8_0;
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *grp = (const uint8_t *)wp + (size_t)g * (size_t)nb * ST_CPU_X8_Q8_0_BLOCK;
+        for (int r = 0; r < 8; r++)
+            for (int j = 0; j < nr; j++) {
+                const st_block_q8_0 *xb = (const st_block_q8_0 *)((const char *)x + (size_t)j * xs);
+                float acc = 0.0f;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = grp + (size_t)b * ST_CPU_X8_Q8_0_BLOCK;
+                    uint16_t dh;
+                    memcpy(&dh, blk + 2 * r, 2);
+                    int isum = 0;
+                    for (int st = 0; st < 8; st++)
+                        for (int e = 0; e < 4; e++)
+                            isum += (int8_t)blk[16 + 32 * st + 4 * r + e] * xb[b].qs[4 * st + e];
+                    acc = fmaf((float)isum, st_cpu_h2f(dh) * st_cpu_h2f(xb[b].d), acc);
+                }
+                s[(size_t)(8 * g + r) * ss + (size_t)j] = acc;
+            }
+    }
+}

@@ -120,6 +120,66 @@ static void dot8_q4_0(int64_t k, const void *wp, int64_t ng, const void *x, size
     }
 }
 
+/* ---------------------------------------------------------------- Q8_0 x8 */
+
+/* Row sums of the 8 rows of one Q8_0 x8 block (signed weights) against 32 activation bytes. */
+ST_X86_INLINE __m256i q8_0x8_block_dot(const __m256i w[8], const __m256i aw[8], const int8_t *xq) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        int32_t xw;
+        memcpy(&xw, xq + 4 * s, 4);
+        __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(xw), w[s]); /* x * sign(w), against |w| */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        acc = _mm256_dpbusd_epi32(acc, aw[s], xs);
+#else
+        /* a pair of products reaches 2 * 128 * 127: one step per 16-bit sum, then widen */
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(aw[s], xs), _mm256_set1_epi16(1)));
+#endif
+    }
+    return acc;
+}
+
+ST_X86_INLINE void q8_0x8_groups(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, float *s, size_t ss,
+                                 const int NR) {
+    const int64_t nb = k / 32;
+    const size_t gbytes = (size_t)nb * ST_CPU_X8_Q8_0_BLOCK;
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *grp = (const uint8_t *)wp + (size_t)g * gbytes;
+        __m256 acc[4];
+        for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = grp + (size_t)b * ST_CPU_X8_Q8_0_BLOCK;
+            for (int o = 0; o < 5; o++) _mm_prefetch((const char *)blk + 1024 + 64 * o, _MM_HINT_T0);
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+            __m256i w[8], aw[8];
+            for (int t = 0; t < 8; t++) {
+                w[t] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * t));
+                aw[t] = _mm256_sign_epi8(w[t], w[t]);
+            }
+            for (int j = 0; j < NR; j++) {
+                const st_block_q8_0 *xb = (const st_block_q8_0 *)((const char *)x + (size_t)j * xs) + b;
+                __m256i is = q8_0x8_block_dot(w, aw, xb->qs);
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(st_x86_h2f(xb->d)));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[j]);
+            }
+        }
+        q4_0x8_store(acc, NR, s + (size_t)(8 * g) * ss, ss);
+    }
+}
+
+static void dot8_q8_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss) {
+    switch (nr) {
+    case 1: q8_0x8_groups(k, wp, ng, x, xs, s, ss, 1); break;
+    case 2: q8_0x8_groups(k, wp, ng, x, xs, s, ss, 2); break;
+    case 3: q8_0x8_groups(k, wp, ng, x, xs, s, ss, 3); break;
+    case 4: q8_0x8_groups(k, wp, ng, x, xs, s, ss, 4); break;
+    default:
+        q8_0x8_groups(k, wp, ng, x, xs, s, ss, 4);
+        dot8_q8_0(k, wp, ng, (const char *)x + 4 * xs, xs, nr - 4, s + 4, ss);
+        break;
+    }
+}
+
 /* ---------------------------------------------------------------- Q4_K x8 */
 
 #define X8K_NB_MAX 64 /* super-blocks prepared at once: K up to 16384 in one pass */
@@ -240,6 +300,9 @@ void st_x86_x8_kernels(st_cpu_kernels *k) {
     k->wt[ST_TYPE_Q4_0].repack8 = st_cpu_repack8_q4_0;
     k->wt[ST_TYPE_Q4_0].dot8 = dot8_q4_0;
     k->wt[ST_TYPE_Q4_0].x8_block_bytes = ST_CPU_X8_Q4_0_BLOCK;
+    k->wt[ST_TYPE_Q8_0].repack8 = st_cpu_repack8_q8_0;
+    k->wt[ST_TYPE_Q8_0].dot8 = dot8_q8_0;
+    k->wt[ST_TYPE_Q8_0].x8_block_bytes = ST_CPU_X8_Q8_0_BLOCK;
     k->wt[ST_TYPE_Q4_K].repack8 = st_cpu_repack8_q4_k;
     k->wt[ST_TYPE_Q4_K].dot8 = dot8_q4_k;
     k->wt[ST_TYPE_Q4_K].x8_block_bytes = ST_CPU_X8_Q4_K_BLOCK;

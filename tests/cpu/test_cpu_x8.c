@@ -126,6 +126,9 @@ int main(void) {
     CHECK(!ksc.wt[ST_TYPE_Q4_0].dot8, "the scalar table repacks nothing");
     const x8_case q40 = {ST_TYPE_Q4_0, st_cpu_repack8_q4_0, st_cpu_dot8_q4_0};
     const x8_case q4k = {ST_TYPE_Q4_K, st_cpu_repack8_q4_k, st_cpu_dot8_q4_k};
+    const x8_case q80 = {ST_TYPE_Q8_0, st_cpu_repack8_q8_0, st_cpu_dot8_q8_0};
+    test_case(&q80, 32);
+    test_case(&q80, 2048);
     test_case(&q40, 32);
     test_case(&q40, 1024);
     test_case(&q40, 32 * 513); /* more blocks than one preparation pass */

@@ -41,7 +41,9 @@ await check('the key is checked before any body byte is kept: peak RSS stays fla
   const grew = (rss(srv.proc.pid, 'VmHWM') - base) / 1024;
   console.log(`     200 x 1 MB unauthenticated bodies: statuses ${[...new Set(st)].join(',')}; peak RSS grew ${grew.toFixed(1)} MiB`);
   assert.ok(st.every((x) => x === 401 || x === 0), `only 401s (or closed): ${[...new Set(st)]}`);
-  assert.ok(st.filter((x) => x === 401).length >= 20, 'clients that read before the close got their 401');
+  // how many clients read their 401 before the server closes depends on scheduling (a loaded CI
+  // machine saw few): at least one must, the rest may see the close
+  assert.ok(st.some((x) => x === 401), 'no client got its 401');
   assert.ok(grew < 20, `peak RSS grew ${grew} MiB`);
 });
 
