@@ -29,6 +29,15 @@ if [[ " $targets " == *" fuzz_gguf "* ]]; then
   cmake --build "$build" --target fuzz_gguf test_gguf_corrupt gguf_write_sample -j"$jobs"
 fi
 
+# A GGUF with a tokenizer for fuzz_http (only its vocabulary is read): STRATA_FUZZ_MODEL, else the
+# shared stories260K model, else a vocabulary file of the llama.cpp reference (ci/fetch-llama-ref.sh).
+fuzz_model() {
+  local m=${STRATA_FUZZ_MODEL:-$root/../shared/models/stories260K.gguf}
+  [ -s "$m" ] || m=$(find -L "${STRATA_LLAMA_REF_DIR:-${STRATA_CACHE:-$HOME/.cache/strata}/llama-ref}" \
+                       -name ggml-vocab-llama-spm.gguf 2>/dev/null | head -1)
+  echo "$m"
+}
+
 run_server_fuzz() { # target: seed corpus of requests, then run
   local t=$1 c=$build/fuzz-corpus-$1
   cmake --build "$build" --target "$t" -j"$jobs" || { echo "fuzz: $t not built (no server in this build?)"; return 1; }
@@ -44,13 +53,18 @@ run_server_fuzz() { # target: seed corpus of requests, then run
     printf 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nPUT /v1/models HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}' > "$c/pipelined"
     printf 'POST /v1/completions HTTP/1.0\r\nauthorization: bearer sk-fuzz\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\n0\r\n\r\n' > "$c/chunked"
   fi
-  STRATA_FUZZ_MODEL=${STRATA_FUZZ_MODEL:-$root/../shared/models/stories260K.gguf} \
+  STRATA_FUZZ_MODEL=$(fuzz_model) \
     "$build/bin/$t" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=4096 \
     -artifact_prefix="$artifacts/$t-" -print_final_stats=1 "$c"
 }
 artifacts=$build/fuzz-artifacts
 for t in fuzz_oai fuzz_http; do
-  [[ " $targets " == *" $t "* ]] && run_server_fuzz "$t"
+  [[ " $targets " == *" $t "* ]] || continue
+  if [ "$t" = fuzz_http ] && [ -z "$(fuzz_model)" ]; then
+    echo "fuzz: fuzz_http NOT RUN: no GGUF with a tokenizer (set STRATA_FUZZ_MODEL or run ci/fetch-llama-ref.sh)"
+    continue
+  fi
+  run_server_fuzz "$t"
 done
 [[ " $targets " == *" fuzz_gguf "* ]] || exit 0
 

@@ -17,6 +17,7 @@ ST_CMD(st_cmd_serve);
 ST_CMD(st_cmd_profile_experts);
 ST_CMD(st_cmd_engine);
 ST_CMD(st_cmd_plan);
+ST_CMD(st_cmd_version);
 #undef ST_CMD
 
 #endif

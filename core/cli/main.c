@@ -11,7 +11,8 @@ typedef struct {
 } st_command;
 
 static int usage(FILE *f, const st_command *cmds, size_t n) {
-    fprintf(f, "usage: strata <command> [options]   (strata <command> --help for details)\n\n");
+    fprintf(f, "usage: strata <command> [options]   (strata <command> --help for details)\n"
+               "       strata --version   version, commit, backend ABI and the modules found\n\n");
     for (size_t i = 0; i < n; i++)
         if (cmds[i].fn && cmds[i].help) fprintf(f, "  %-16s %s\n", cmds[i].name, cmds[i].help);
     return f == stderr ? 2 : 0;
@@ -36,8 +37,9 @@ int main(int argc, char **argv) {
     if (argc < 2) return usage(stderr, cmds, n);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
         return usage(stdout, cmds, n);
-    if (!strcmp(argv[1], "--version")) {
-        printf("strata 0.1.0\n");
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        if (st_cmd_version) return st_cmd_version(argc - 1, argv + 1);
+        printf("strata (version not part of this build)\n");
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
