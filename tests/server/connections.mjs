@@ -1,7 +1,7 @@
 // Connection exhaustion and half-closed clients. 1,000 idle, slow-header and keep-alive
 // connections are held open while 64 streaming requests all complete and /health keeps
 // answering; the header deadline closes slow and idle connections; a client that half-closes
-// its side after a complete request still gets its answer.
+// its side after a complete request still gets its answer (every choice of an n > 1 one).
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { check, finish, metrics, model, sleep, startServer, stream } from './lib.mjs';
@@ -55,6 +55,15 @@ await check('a half-closed client gets its answer (not streamed, streamed, GET)'
   assert.match(b, /data: \[DONE\]/);
   const c = await rawRequest(srv.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', true);
   assert.match(c, /^HTTP\/1\.1 200 OK/);
+});
+
+await check('a half-closed client of an n = 2 request gets both choices', async () => {
+  // the first choice ends while the client is half-closed: the second still runs, one answer
+  const body = JSON.stringify({ prompt: 'Once', max_tokens: 1500, ignore_eos: true, n: 2, seed: 3 });
+  const a = await rawRequest(srv.port, post('/v1/completions', body, 'Connection: close\r\n'), true);
+  assert.match(a, /HTTP\/1\.1 200 OK\r\n/, a.slice(0, 200));
+  assert.match(a, /"index":1/);
+  assert.match(a, /"completion_tokens":3000/);
 });
 
 await check(`${N_HELD} idle, slow and keep-alive connections held while ${N_STREAMS} streams complete`, async () => {
