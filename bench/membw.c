@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* membw: read bandwidth of host memory with T threads (the floor of CPU decode is bytes per
  * token over this number). Usage: membw [threads] [MiB]. Prints the best of 5 passes in GB/s. */
 #include <pthread.h>

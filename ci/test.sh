@@ -16,6 +16,9 @@ if ! bash ci/fetch-llama-ref.sh; then
   echo "test: WARNING: the llama.cpp reference could not be fetched; the model-vs-llama.cpp tests are NOT run"
 fi
 
+stage "licence headers (scripts/spdx.sh --check)"
+bash scripts/spdx.sh --check || status=1
+
 stage "build (Release, -Werror, every backend the toolchains allow)"
 cmake -S . -B build-ci -DSTRATA_WERROR=ON -DSTRATA_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release || exit 1
 cmake --build build-ci -j"$jobs" || exit 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gen_unicode_tables: writes core/tokenizer/unicode_tables.c from the Unicode Character
  * Database, so the build never needs the UCD itself.
  *

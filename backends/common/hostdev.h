@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory, copies, streams and events for devices whose memory is host memory (the CPU
  * modules and the simulated devices). Streams run work synchronously on the caller's
  * thread, so every op has completed when its call returns. Not part of the ABI. */

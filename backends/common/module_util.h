@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers every backend module links statically (hidden): the host's services, per-thread
  * error text, logging. Not part of the ABI. */
 #ifndef STRATA_MODULE_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Argument checks shared by the CPU ops: every op validates its tensors before touching data,
  * and reports a failure as ST_INVALID with a text naming the op and the argument. */
 #include "cpu/cpu_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ROPE, KV_WRITE and ATTENTION on the CPU. Attention reads each K/V row of the paged cache
  * once for every query head of its GQA group, in blocks with an online softmax, and splits long
  * contexts over threads (see the ATTENTION section). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How an ISA-specific CPU module (strata-cpu-avx2, strata-cpu-avx512, strata-cpu-vsx ...) is
  * assembled from the shared framework in backends/cpu: the module describes itself and its
  * kernel table, and its exported st_backend_entry forwards to st_cpu_backend_entry.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-type dequantizers for the kernel table's to_float slots: thin wrappers over the
  * reference st_dequantize_row of core/quant (GET_ROWS is not performance-critical). */
 #include "cpu/cpu_quant_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row-wise ops on the CPU: RMS_NORM (with residual), SWIGLU, ADD, SCALE, CONVERT, MUL_ROWS and
  * MOE_COMBINE. Rows are split over threads; every row is computed in f32 from f32-converted
  * inputs into a per-thread scratch and stored once, so outputs may alias inputs. */

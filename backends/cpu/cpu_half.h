@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable IEEE half / bfloat16 <-> float conversions for the CPU framework and the scalar
  * kernels (bit manipulation only; round to nearest even). Header-only, no state. */
 #ifndef STRATA_CPU_HALF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals shared by the files of the CPU framework: the device, the kernel table in use,
  * tensor checks and row access. Not visible outside backends/cpu. */
 #ifndef STRATA_CPU_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The contract between the shared CPU framework (backends/cpu: thread pool, ops, argument
  * checks, work partitioning; ISA-independent C) and one instruction set's kernels
  * (backends/cpu_avx2, backends/vsx, ...). Not part of the module ABI.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MATMUL, MOE_MATMUL and GET_ROWS on the CPU. Activations are converted to the weight type's
  * dot partner once; threads then take chunks of output rows (M), and each weight row is read
  * once and dotted with up to ST_CPU_MAX_NR activation rows per call (decode/verify); for more

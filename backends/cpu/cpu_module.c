@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared body of every CPU module: entry, probe, device properties, device lifetime
  * (thread pool), memory and the op table. The ISA module supplies names, a CPU check and the
  * kernel table through st_cpu_module_desc (cpu_backend.h). */

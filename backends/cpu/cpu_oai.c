@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU kernels of the ABI 1.2 ops gpt-oss needs: ATTENTION_EX (attention with per-head sinks and
  * a sliding window) and SWIGLU_OAI (clamped SwiGLU). Plain threaded loops over (token, head)
  * and rows: correct first; the fast attention path of cpu_attn.c covers the common case. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Worker pool. A job is nth task indices claimed from an atomic counter by whoever is there:
  * the caller always takes part, and workers join while the job is open. So a worker that is
  * asleep or not scheduled (a busy machine) never delays a job it has not started: the caller

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fixed pool of worker threads for the CPU ops. One parallel job runs at a time: callers
  * from several host threads are serialized. The calling thread takes part as thread 0. */
 #ifndef STRATA_CPU_POOL_H

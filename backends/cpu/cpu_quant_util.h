@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small unpacking helpers for block formats shared by the scalar and SIMD kernels
  * (header-only), and the per-type dequantizer lookup. */
 #ifndef STRATA_CPU_QUANT_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Repacked weights: the first MATMUL / MOE_MATMUL on a weight matrix whose type has x8 group
  * kernels (cpu_kernels.h) copies it once into groups of 8 interleaved rows, in memory counted
  * against the device; later calls on the same matrix use the copy. The copy is made only when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Selection ops on the CPU: ROUTER (softmax/sigmoid gating, optional selection bias, top-k,
  * renormalize, scale), ARGMAX and TOPK. Ties always go to the lower index. */
 #include <math.h>

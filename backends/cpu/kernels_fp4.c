@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MXFP4 weights on the CPU: the dot product with Q8_0 activation rows (both have 32-element
  * blocks), integer within a block and one multiply per block by the two scales. Portable C;
  * every ISA table gets it through st_cpu_kernels_scalar. */

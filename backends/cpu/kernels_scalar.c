@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable scalar implementation of every slot of the CPU kernel table (cpu_kernels.h).
  * The reference any ISA falls back to per slot, and the oracle the module tests compare the
  * SIMD kernels against. Block layouts come from core/quant/quant.h. */

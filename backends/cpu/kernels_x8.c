@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable x8 group kernels (cpu_kernels.h): the repack of 8 weight rows into one interleaved
  * group and the group dot with the numerics every ISA version keeps. They are the oracle of the
  * SIMD versions and what an ISA without its own repack can reuse. */

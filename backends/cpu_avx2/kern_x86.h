@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inline helpers shared by the x86 kernel files (compiled with AVX2/FMA/F16C, optionally
  * AVX-512). Integer dot products use VNNI when the build enables it; the results are the same
  * integers either way, because the operands never saturate the 16-bit AVX2 path. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x86 kernels of decode/prefill attention over a block of cached K or V rows (F16 or F32):
  * scores of the g query heads of a GQA group against each K row, and the probability-weighted
  * sum of V rows. K rows are converted to f32 once per block of 8 and dotted with every head;

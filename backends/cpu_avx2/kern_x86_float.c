@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x86 kernels for float weights (F32, F16, BF16 rows dotted with F32 activations), the f32
  * vector helpers and the F16/BF16 row conversions. */
 #include "cpu_avx2/kern_x86.h"

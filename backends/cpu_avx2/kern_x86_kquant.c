@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x86 kernels for the 256-element formats against Q8_K activations: the Q8_K quantizer and
  * the dots of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS. Weights of a
  * super-block are unpacked once into registers/L1 and reused for every activation row. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x86 kernels for the 32-element formats: Q8_0 / Q8_1 activation quantizers and the dots of
  * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL weights. Weight blocks are unpacked once per block
  * and reused for every activation row; each row keeps its own accumulator. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x86 kernels on x8 groups (8 interleaved weight rows, cpu_kernels.h): one register holds 4
  * values of each of the 8 rows, so a broadcast of 4 activation bytes meets all 8 rows at once
  * and a block's 8 row sums end in the 8 lanes of one register, scaled by the 8 row scales with

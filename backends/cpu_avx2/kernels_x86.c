@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The x86 kernel table: scalar slots first (done by the framework), then every slot that has
  * an AVX2 (or, in the AVX-512 build, an AVX-512-compiled) version. */
 #include "cpu_avx2/kern_x86.h"

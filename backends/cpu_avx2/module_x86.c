@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Entry point of the x86 CPU modules: strata-cpu-avx2 (x86-64-v3: AVX2, FMA, F16C, BMI1/2, LZCNT,
  * POPCNT) and,
  * from the same source with ST_CPU_AVX512 defined, strata-cpu-avx512 (x86-64-v4). Compiled

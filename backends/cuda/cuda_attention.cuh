@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parameters shared by the attention kernels (k_attention.cu: any cache type, split over the
  * sequence for decode; k_attention_tc.cu: tensor-core prefill). */
 #ifndef STRATA_CUDA_ATTENTION_CUH

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device helpers shared by the kernel files: activation loads/stores for F32/F16/BF16,
  * strided row views, warp reductions, and host-side argument checks that return statuses. */
 #ifndef STRATA_CUDA_COMMON_CUH

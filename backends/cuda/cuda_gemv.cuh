@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Entry points of the fast decode GEMV (k_gemv.cu), called by the MATMUL and MOE_MATMUL
  * launchers before their generic kernels, and by the fused MoE ops (k_fused.cu). Each returns false (launching nothing) when the
  * call's format, shape or alignment is not covered; otherwise it launches and returns true

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor-core GEMM tiles for prefill, F16 inputs and F32 sums (sm_80+), used by k_matmul.cu
  * (dense) and k_moe.cu (per expert slot):
  * - st_hmm_tile_pf: a 128 (weight rows) x 64 (activation rows) block of W.x^T through wmma.

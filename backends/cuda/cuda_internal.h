@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal declarations of the CUDA module shared by the C glue and the .cu kernel files.
  * Not part of the ABI. Every function returns st_status and sets the per-thread error text
  * (common/module_util.h) on failure; none of them ends the process. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building blocks of the matmul kernels: a warp dot product of one weight row with up to
  * eight activation rows (each weight byte read once for all of them), and a 64x64 shared-
  * memory tile of W.x^T on FP32 cores with weights dequantized on the fly (the tensor-core tile

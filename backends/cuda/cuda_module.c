@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA module's table: entry point, devices, memory, copies, streams, events, graph
  * capture and shutdown, on the CUDA runtime (linked statically). Every CUDA error becomes a
  * status with the call and the device named in the per-thread error text. */

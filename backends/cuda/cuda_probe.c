@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Probe of the CUDA module: the driver API loaded with dlopen (no context is created; free
  * memory comes from NVML when present), compute capability checked against the compiled
  * architecture list, per-device properties. Errors are statuses with a reason text. */

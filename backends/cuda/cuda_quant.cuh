@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device-side dequantization of every weight format, eight consecutive elements at a time
  * (deq8 of group g = elements 8g..8g+7 of a row) plus single elements for plain types.
  * Block layouts follow core/quant/quant.h (static_asserts below keep them in step). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rotary embedding frequencies shared by ROPE (k_rope.cu) and ATTN_PREP (k_fused.cu): the host
  * side validates a st_rope_args and precomputes YaRN's correction range; the device side gives
  * the cosine and sine of one rotary pair at one position (angles in double: float angles lose

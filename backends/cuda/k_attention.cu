@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ATTENTION over the paged cell table. A block of 4 warps handles one (token, head) and a
  * range of positions with an online softmax per warp, merged in shared memory. For decode
  * (few tokens x heads) the positions are split across blocks (flash-decoding): each split

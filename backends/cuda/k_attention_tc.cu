@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prefill ATTENTION on tensor cores (sm_80+, F16 K/V cache, head dim 64 or 128): one block of
  * 4 warps takes 64 query tokens of one head and walks the positions 64 at a time (flash
  * attention). S = Q.K^T and O += P.V run on F16 tensor cores with F32 sums; the softmax is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row-wise and element-wise ops: RMS_NORM (fused residual add), ADD, SCALE, CONVERT,
  * MUL_ROWS, SWIGLU. Tensors are strided views of up to 4 dims with a contiguous dim 0;
  * outputs may alias inputs where the header allows it (each element is read before it is

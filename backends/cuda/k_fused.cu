@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fused ops (ABI 1.1).
  * ATTN_PREP: one warp per (token, head) row, four rows per block, all of one token: Q and K
  * heads are normalized over head_dim (when their weight is given) and rotated, with the pair

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fast GEMV for decode: MATMUL with n <= 8 activation rows and MOE_MATMUL with few assignments.
  * Quantized weights (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): the activations are quantized once per call
  * to 8 bits (one float scale per 32 elements, in the CPU module's block form for the weight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MATMUL (GEMV for n <= 8 activation rows, tiled GEMM above) and GET_ROWS for every weight
  * format. Launchers validate shapes and return statuses; kernels dequantize on the fly. */
 #include "cuda/cuda_gemv.cuh"

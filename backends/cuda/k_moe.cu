@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MOE_MATMUL through the device-side slot table, and MOE_COMBINE. Each block owns one expert
  * slot and a range of output rows; it gathers the assignments routed to its slot on the
  * device (no host round trip) and runs them as GEMV passes of 8 or GEMM tiles (tensor-core tiles

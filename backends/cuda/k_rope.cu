@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ROPE (normal/NeoX, YaRN) and KV_WRITE into the paged F32/F16/Q8_0 cache. */
 #include "cuda/cuda_rope.cuh"
 

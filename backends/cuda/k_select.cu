@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Selection ops on the device: ROUTER (softmax/sigmoid gating, optional selection bias,
  * top-k, renormalize, scale), ARGMAX and TOPK. Order: larger value first, equal values by
  * lower index; NaN counts as -inf. One block per row. */

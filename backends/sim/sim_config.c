@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* STRATA_SIM parser. See sim_config.h and docs/backends.md. */
 #include "sim/sim_config.h"
 

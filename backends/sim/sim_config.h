@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* STRATA_SIM configuration of the simulated devices: parsed from text such as
  * "devices=4,mem=2GiB,bw=25GB/s,fail_alloc=3,dev1.mem=512MiB". docs/backends.md has the
  * syntax. Pure parsing: no allocation, no globals. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Simulated devices: shared state of the sim module's files. Not part of the ABI. */
 #ifndef STRATA_SIM_INTERNAL_H
 #define STRATA_SIM_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata-sim: simulated GPUs for tests. Exact memory capacities (st_hostmem), copy bandwidth
  * by sleeping bytes/bw, and fault injection (failed Nth allocation, failed/hung op K, device
  * lost after N ops), configured by the host's config string ($STRATA_SIM). Ops are core/ref's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sim's ops: each first passes the fault/accounting layer (st_sim_op_enter), then runs
  * core/ref's scalar implementation on the device memory (host memory underneath). */
 #include <stddef.h>

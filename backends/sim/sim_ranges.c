@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live allocations of one simulated device as a sorted array of [base, base + bytes): catches
  * double frees, foreign pointers, and host pointers handed to device ops. */
 #include <stdlib.h>

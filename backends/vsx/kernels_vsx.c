@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POWER9 VSX kernel table of strata-cpu-vsx: float helpers, F16/BF16 conversions and the dot
  * kernels of the float weight formats (F32, F16, BF16); the quantized formats live in
  * kernels_vsx_legacy.c and kernels_vsx_kquant.c. Compiled with -mcpu=power9 -mvsx. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POWER9 VSX kernels of the CPU module strata-cpu-vsx: internal declarations shared by the
  * kernel files of backends/vsx. Every file here is compiled with -mcpu=power9 -mvsx and is only
  * ever called after the module's probe confirmed an ISA 3.00 CPU. Not part of the module ABI. */

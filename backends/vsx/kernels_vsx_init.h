@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one function of the VSX kernels that baseline (non-POWER9) code may name: it fills the
  * kernel table. Kept apart from kernels_vsx.h so the module's entry and CPU check never
  * include <altivec.h>. Call only after the CPU check passed. */

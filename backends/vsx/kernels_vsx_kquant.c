@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POWER9 VSX kernels of the 256-element formats: the Q8_K activation quantizer and the dot
  * products of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights with Q8_K rows.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POWER9 VSX kernels of the 32-element block formats: Q8_0 / Q8_1 activation quantizers and
  * the dot products of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL weights with them.
  *

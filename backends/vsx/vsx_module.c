@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata-cpu-vsx: the CPU backend for POWER9 (ppc64le, ISA 3.00 with VSX). The shared CPU
  * framework (backends/cpu) runs every op; this file describes the module and checks, before
  * any VSX kernel can run, that the CPU has what the kernels were compiled for.

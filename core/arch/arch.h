@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The model's description from GGUF metadata: hyperparameters, the tensor table with each
  * tensor's role, and the per-family rules (rope mode, Q/K norm, biases, expert gating).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hyperparameters from GGUF metadata and the tensor table matched against the family's
  * expected tensors. Reads only; never executes. */
 #include <math.h>

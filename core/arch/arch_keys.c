@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metadata-key rule: every key of a file whose value changes the math is honoured or the
  * file is refused. Each key under "<arch>." is looked up in the table below:
  *   USED     Strata reads and applies it (st_arch_read_hparams);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-family rules and the expected tensor table of each family. */
 #include <math.h>
 #include <stdio.h>

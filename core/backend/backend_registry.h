@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The backend registry: finds module files (search order, each step reported), chooses CPU
  * variants before loading, loads and probes every module on its own (a broken module is
  * reported and never takes the others down), and lists the usable devices, one module per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host services handed to modules: log, clock, worker threads, configuration strings. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tiny streaming JSON writer. See json_writer.h. */
 #include "backend/json_writer.h"
 

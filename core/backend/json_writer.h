@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A tiny streaming JSON writer (objects, arrays, strings, numbers, booleans, null) for
  * machine-readable reports such as `strata backends --json`. Output goes to a FILE. */
 #ifndef STRATA_BACKEND_JSON_WRITER_H

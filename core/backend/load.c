@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Taking one module file through the stages: dlopen, entry symbol, ABI and table checks,
  * probe, device properties. Every failure is recorded on the module; none is fatal. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry: runs the search, the CPU variant choice, loads every candidate, and picks one
  * module per physical device. See backend_registry.h. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry's private layout, shared by search.c, load.c and registry.c. Not public. */
 #ifndef STRATA_BACKEND_REGISTRY_INTERNAL_H
 #define STRATA_BACKEND_REGISTRY_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Search order for module files: $STRATA_BACKEND_PATH, then <exe dir>/../lib/strata/backends.
  * No current-directory search. Every step is recorded with what it found. */
 #include <dirent.h>

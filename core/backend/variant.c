@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Module file names and CPU variant choice. See variant.h. */
 #include "backend/variant.h"
 

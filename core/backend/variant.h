@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Module file names and CPU variant choice, decided before any dlopen. Pure functions of
  * their inputs (the CPU's features are passed in), so tests can feed fake CPUs. */
 #ifndef STRATA_BACKEND_VARIANT_H

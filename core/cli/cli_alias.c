@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* llama.cpp spellings: one table for all commands. */
 #include "cli/cli_alias.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The spellings of llama.cpp's tools (llama-server, llama-cli, llama-bench) that Strata
  * accepts, in one table shared by every command, and the closest known option for a typo. */
 #ifndef STRATA_CLI_ALIAS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared parts of the model commands: options, device choice, opening a model. */
 #include "cli/cli_common.h"
 

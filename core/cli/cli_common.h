@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared parts of the model commands (run, logits, bench, tokenize): option matching, the
  * common model/device options, and opening a model on the chosen device.
  *

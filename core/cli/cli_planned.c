@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening a model through the memory plan: see cli_planned.h. */
 #include "cli/cli_planned.h"
 

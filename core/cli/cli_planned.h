@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening a model through the memory plan (core/engine/engine_offload.h) for the commands
  * that take the expert-cache options (run, bench, profile-experts). */
 #ifndef STRATA_CLI_PLANNED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata backends [--json] [--threads N]: every candidate module file, how far it got and
  * why it stopped, and the devices it serves. Exit 0 when a device is usable, 1 when none. */
 #include <errno.h>

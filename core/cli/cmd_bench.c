@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata bench -m F.gguf [-p 512 -n 128 -r 3] [--json]: prefill and decode speed, the bytes
  * of weights and KV one decode token touches (non-expert weights + the routed experts + the
  * KV it reads), and the bandwidth that implies. */

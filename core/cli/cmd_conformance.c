@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata conformance: run the conformance cases on backend devices (core/conformance). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata engine: the engine child of `strata serve` (not for direct use). Holds the model and
  * the device, runs the slot engine, and talks to the front over the socket given by --fd. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata gen-model --out F.gguf [--arch A] [--preset P] [shape options]: writes a GGUF model
  * with random weights (core/model/gen.h), streamed to disk tensor by tensor. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata gguf FILE [--all]: a GGUF file's version, metadata and tensor table.
  * Long arrays are summarized; per-layer tensors (blk.N.*) are collapsed over N into one line
  * per name pattern unless --all is given.

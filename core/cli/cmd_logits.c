@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata logits -m F.gguf --tokens 1,2,3 [--all] --out F.f32: float32 logits of the last
  * position, or of every position with --all ([n_tokens][n_vocab]), little-endian, raw.
  * The KV cache defaults to F32 here so the numbers compare cleanly with other engines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata plan -m F.gguf [options]: the memory plan of a model on the chosen devices, printed
  * as one table per device (consumer, MiB, why), with the degrade warnings; nothing is
  * allocated except each runtime's own context, which is measured. */

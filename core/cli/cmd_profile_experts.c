@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata profile-experts -m F.gguf --prompts FILE --out P [-n N]: runs every non-empty line of
  * FILE as a prompt (then N greedy tokens), counts which (layer, expert) the router picks, and
  * writes the ranked profile (core/experts/expert_profile.h) that --expert-profile reads to fill

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata run -m F.gguf -p "text" [-n N --temp --top-k --top-p --min-p --seed ...]: streams
  * the completion (UTF-8 safe) to stdout and ends with a statistics line on stderr. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata serve: the OpenAI-compatible server (core/server). */
 #include <cjson/cJSON.h>
 #include <stdio.h>

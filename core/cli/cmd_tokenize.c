@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata tokenize -m F.gguf [--bos] [--special] --text "...": the token ids of a text,
  * separated by spaces, on one line. */
 #include <stdio.h>

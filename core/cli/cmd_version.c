@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata --version: the release (project() version in CMake), the commit the build was
  * configured from, the backend ABI this executable speaks, and the backend modules it finds
  * (the same search and loader as `strata backends`). Exit 0 whatever the modules do. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Subcommands of the strata executable. Each is implemented in core/cli/cmd_<name>.c and
  * returns the process exit status; argv[0] is the subcommand's name. Declared weak so a
  * build that lacks one still links and says the command is not part of this build. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata: command dispatcher. */
 #include <stdio.h>
 #include <string.h>

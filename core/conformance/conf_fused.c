@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance cases of the fused ops (ABI 1.1): ATTN_PREP, MOE_GATE_UP and MOE_DOWN against the
  * reference, whose fused ops are compositions of its unfused ones. Inputs come in the layouts
  * the model uses: Q, K and V as strided views into one fused QKV row, expert slots with

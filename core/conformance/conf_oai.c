@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance cases of the ABI 1.2 ops: ATTENTION_EX (per-head sinks, sliding window, over the
  * paged cache as ATTENTION) and SWIGLU_OAI (clamped SwiGLU) for gpt-oss, ROUTER_GROUPS
  * (group-limited routing) for DeepSeek-V3, against the reference. Windows shorter and longer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance cases: one function per op, each running its shapes and formats. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance case groups (internal). Each runs all its cases and counts them in c->res. */
 #ifndef STRATA_CONF_OPS_H
 #define STRATA_CONF_OPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance cases of the ops that work on sequences and experts: KV write, attention,
  * grouped expert matmul and combine. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal helpers of the conformance harness: device buffers, random inputs, comparison. */
 #ifndef STRATA_CONF_UTIL_H
 #define STRATA_CONF_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance: every op a backend device claims, for every weight format and a set of
  * shapes chosen to break kernels, run with fresh random inputs and poisoned outputs and
  * compared against core/ref with normalized error thresholds. The bar every backend,

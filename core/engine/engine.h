@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine: slots with continuous batching over one st_model. Each step runs ONE forward
  * over every active slot: decode tokens first, then prefill chunks up to the token budget,
  * so concurrent requests decode together. A new request goes to the free slot whose cached

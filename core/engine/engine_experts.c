@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-request expert statistics: windows over the cache's counters and the routing trace. */
 #include "engine/engine_experts.h"
 

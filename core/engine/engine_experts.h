@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The window of one request over a hybrid model's expert statistics: the cache's counters, the
  * CPU time and the routing trace's position taken at admission, with a copy of the cache's slot
  * table (the residents then), and their differences at the end, with Belady's optimum on the

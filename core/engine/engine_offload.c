@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memory plan before loading, the expert placement it implies, and expert statistics. */
 #include "engine/engine_offload.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory plan and expert placement for one model on one device, shared by `strata run`,
  * `strata bench` and the engine behind `strata serve`: the options (--vram-budget,
  * --vram-reserve-mib, --expert-cache, --expert-policy, --expert-profile, --cpu-threads), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Making a request's sampler: parameters, logit biases, grammar. */
 #include "engine/engine_sampling.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A request's sampler, made when it is submitted: parameters, logit biases and its grammar
  * (compiled here, so a grammar the front let through but the engine cannot use is a refusal
  * with the reason, not a failure later). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine's watchdog: when work is pending and the progress counter has not moved for
  * the stall timeout, it writes a stall report (stage, memory, page faults, what each device
  * was last asked to do) to <dir>/strata-stall-<pid>.txt and stderr, then ends the process

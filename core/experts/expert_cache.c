@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Expert slot table, lru / lfru / profile policies, statistics. */
 #include "platform/textbuf.h"
 #include "experts/expert_cache.h"

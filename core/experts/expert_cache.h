@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The device tier of routed experts: a pool of fixed-size slots shared by the device's layers,
  * the (layer, expert) -> slot table the MOE_MATMUL op reads (row l is layer l's
  * st_moe_matmul_args.slot_table: expert -> slot or -1), the policy that decides what stays,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The upload-or-compute choice for missed experts. */
 #include "experts/expert_cost.h"
 

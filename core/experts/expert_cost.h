@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where a missed expert is computed: on the CPU from RAM (time grows with its rows), or
  * uploaded to a staging slot and computed on the device (time grows with its bytes). The
  * model is linear in both, calibrated at start (a measured copy bandwidth; the CPU FFN timed

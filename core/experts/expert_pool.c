@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Worker threads for missed experts: jobs are claimed one by one under a mutex. */
 #include "experts/expert_pool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU pool for missed experts: worker threads that compute st_expert_cpu_ffn jobs while
  * the caller's device computes the hits. Submit a batch, launch the device's work, then wait.
  * One batch at a time per pool; the pool's owner submits and waits from one thread. */

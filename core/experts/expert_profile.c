@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Expert profile files: ranking, writing, reading with line-numbered refusals. */
 #include "experts/expert_profile.h"
 

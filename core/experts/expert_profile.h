@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Expert profile files: which (layer, expert) the router picks on real prompts, ranked, to seed
  * the device cache (st_expert_cache_seed) or to keep it fixed (policy profile). Text, so it can
  * be read and diffed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Belady's optimum, policy replay and profile ranking over routing traces. */
 #include "experts/expert_sim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Routing traces and what a cache of a given size would have done with them: the replay of a
  * policy (lru / lfru / profile through st_expert_cache) and Belady's optimum (evict the expert
  * used farthest in the future, or do not admit one that is itself used later than every

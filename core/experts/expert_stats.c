@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Routing statistics of a token stream (see expert_stats.h). */
 #include "experts/expert_stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Routing statistics of a token stream: how a router spreads its choices, which decides
  * whether an expert cache can pay at all (docs/memory.md, "Routing statistics").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* File tier slices, the RAM tier's slot arena, and the CPU FFN of a missed expert. */
 #include "experts/expert_tiers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host tiers of routed experts and the CPU path for misses.
  *
  * File tier: the GGUF mapped read-only in place; one expert of one layer is three contiguous

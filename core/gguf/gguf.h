@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GGUF files: a reader that maps every shard read-only in place (tensor data is never
  * copied) and validates the whole header before handing anything out, and a streaming
  * writer that emits the header first and then tensor data one tensor at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of an open GGUF model, shared by the reader's files (parse, split, getters).
  * Not part of the public API. */
 #ifndef STRATA_GGUF_INTERNAL_H

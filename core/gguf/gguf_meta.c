@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Metadata access of an open GGUF model: pairs by index, typed getters with lossless
  * conversions, and array element access. */
 #include "gguf/gguf_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening a GGUF model: one file, or every shard of a split model, mapped read-only;
  * the merged tensor table and its name index. */
 #include "gguf/gguf_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parsing and validation of one GGUF file that is already mapped read-only.
  * Every read is bounds-checked against the mapping with overflow-safe arithmetic; every
  * error names the file, the item (key or tensor), the field and its byte offset. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sizes of GGUF tensor types for validation. Types of core/quant (st_type_get) use its
  * st_row_size; the other ids the file format defines are sized from this table, so a file
  * holding a type this build cannot compute with still opens, and its user can say which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small containers of the GGUF reader: a bump arena for strings and a name index. */
 #include "gguf/gguf_internal.h"
 

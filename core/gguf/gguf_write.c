@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming GGUF writer: metadata and tensor descriptors are collected in memory, the header
  * (with every tensor's offset, known from type + shape) is written first, then tensor data
  * is appended in declaration order with alignment padding. Memory use is independent of the

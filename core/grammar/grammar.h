@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Grammar-constrained sampling: a GBNF grammar (llama.cpp's notation) compiled to a
  * pushdown matcher over bytes, and the set of vocabulary tokens it allows next, found by
  * walking a trie of the token texts once per step (a subtree whose prefix the grammar rejects

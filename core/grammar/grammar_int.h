@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the grammar engine: the compiled form shared by the parser and the matcher. */
 #ifndef STRATA_GRAMMAR_INT_H
 #define STRATA_GRAMMAR_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The matcher: a set of stacks of element positions (a pushdown automaton run on all
  * alternatives at once), advanced byte by byte; and the vocabulary trie walked with it. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GBNF to the compiled grammar: recursive descent; repetitions and groups become generated
  * rules (X* as R ::= X R | empty, X+ as X X*, X? as R ::= X | empty, X{m,n} as m copies and
  * a chain of nested optionals). One longjmp carries a syntax error out. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A grammar as a sampler constraint, and the vocabulary of a tokenizer for its masks. */
 #include <stdlib.h>
 #include <string.h>

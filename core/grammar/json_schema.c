@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON Schema to GBNF: one rule per schema node, named by its path. */
 #include "grammar/json_schema.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON Schema (and OpenAI's json_object mode) to a GBNF grammar for constrained sampling.
  * Supported: type (string, number, integer, boolean, null, object, array, and lists of
  * types), properties with required (in the declared order; optional ones may be left out),

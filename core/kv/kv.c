@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Paged KV cache: page allocation on the host, cache memory and cell table on the device. */
 #include <stdio.h>
 #include <stdlib.h>

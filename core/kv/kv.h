@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* KV cache: paged cells on one device.
  *
  * Each layer has k and v tensors [n_cells][n_head_kv][head_dim] (F16 default, F32 or Q8_0).

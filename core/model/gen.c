@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random-weight GGUF writer: metadata from hparams, the family's tensor table, and data
  * streamed tensor by tensor (row by row) through the GGUF writer. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random-weight model files for tests, demos and benchmarks: any supported family and
  * shape, any weight format, a real tokenizer copied from another GGUF or a small built-in
  * byte-level one. Tensors are streamed to disk one at a time, so huge files need little RAM.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private helpers of the model generator. */
 #ifndef STRATA_MODEL_GEN_INTERNAL_H
 #define STRATA_MODEL_GEN_INTERNAL_H

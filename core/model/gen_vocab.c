@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tokenizer metadata for generated models: the built-in byte-level vocabulary, or every
  * tokenizer.* key copied from another GGUF. */
 #include <stdio.h>

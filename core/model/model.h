@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The model on one device: weights placed there (uploaded, or used in place from the mapped
  * file when the device has ST_CAP_UNIFIED), a KV cache, work buffers, and the forward recipe
  * of every supported family, run ONLY through the backend's op table so every backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* KV cache and work buffers of a model, sized for n_batch tokens and n_out_max logit rows. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hybrid routed experts: a device cache of expert slots with the CPU computing the misses.
  *
  * When st_model_params.expert_slots >= 0 the ffn_{gate,up,down}_exps tensors are not uploaded.

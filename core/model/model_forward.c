@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forward recipe: embedding, per layer (norm, QKV, Q/K norm, rope, KV write, attention,
  * output, norm, dense FFN or router + experts + shared expert), final norm, output rows,
  * logits. Only backend ops touch device memory. */

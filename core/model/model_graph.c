@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Decode-step graphs: the first step of a shape is captured (graph_begin .. graph_end) instead
  * of run, then launched; later steps of that shape only launch it. Graphs live in a small
  * process-wide table keyed by model, guarded by a spin lock (steps of one model come from one

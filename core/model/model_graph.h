@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph capture and replay of the device part of a decode step (model_graph.c). The step's
  * inputs are uploaded before the replay; every op of the step reads them from device buffers
  * whose addresses never change, so one graph per (tokens, output rows) shape replays any step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private state of st_model shared by the loader and the forward recipe. */
 #ifndef STRATA_MODEL_INTERNAL_H
 #define STRATA_MODEL_INTERNAL_H

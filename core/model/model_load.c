@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Model placement: op checks, weights on the device (or in place), ownership of buffers. */
 #include <stddef.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scalar reference as a device: host memory and core/ref's ops behind a backend table, so
  * the model runs on the oracle without any module (tests, and `--backend ref` for logits
  * that other backends and peers are compared with). */

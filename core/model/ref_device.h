@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scalar reference (core/ref) as a one-device backend on host memory. Not a module: it
  * is linked in, for oracle runs and tests. Its ops are slow (double precision). */
 #ifndef STRATA_MODEL_REF_DEVICE_H

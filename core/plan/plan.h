@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memory plan: before any device allocation, every consumer on every device is sized
  * from the model's description (core/arch) and the request (slots, context, KV type, step
  * size, verify windows, draft head, extra consumers, reserve); the expert cache gets what is

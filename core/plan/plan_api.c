@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A backend table whose allocations come from a plan's arena: bindings keyed by device. */
 #include <pthread.h>
 #include <stdarg.h>

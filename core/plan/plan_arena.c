@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-device arenas: one block per planned consumer, carved in ST_PLAN_ALIGN steps. */
 #include "plan/plan_arena.h"
 

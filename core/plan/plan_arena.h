@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocation from the plan: per device, one device allocation per planned consumer, made
  * through the backend right after planning; every later buffer is carved from its consumer's
  * block. A request beyond a consumer's budget, or for a consumer the plan does not know, is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* st_plan_build: layer placement by capacity, every consumer sized, the degrade order of
  * DESIGN.md section 5, the expert cache from what is left, and the refusal's suggestions. */
 #include <stdarg.h>

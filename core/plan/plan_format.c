@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plan as text: the table per device (consumer, MiB, why), Prometheus lines, JSON. */
 #include <stdio.h>
 #include <string.h>

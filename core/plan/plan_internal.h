@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private functions shared by the planner's files. */
 #ifndef STRATA_PLAN_INTERNAL_H
 #define STRATA_PLAN_INTERNAL_H

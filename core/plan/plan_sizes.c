@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sizes of the plan's consumers, computed from the model's description the way core/model
  * and core/kv lay out their buffers (tests/plan compares them with a real load on the sim). */
 #include <ctype.h>

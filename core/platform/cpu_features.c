@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU feature detection: CPUID + XGETBV on x86-64, auxiliary vector on POWER. Each piece of
  * processor-specific code compiles only for its own processor. See cpu_features.h. */
 #include "platform/cpu_features.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the host CPU can execute, as the backend loader needs it to pick CPU module variants
  * before loading them: CPUID + XGETBV on x86-64, AT_HWCAP/AT_HWCAP2 on POWER. */
 #ifndef STRATA_PLATFORM_CPU_FEATURES_H

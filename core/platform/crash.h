@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Crash reports and the current-stage marker. The handlers for SIGSEGV, SIGBUS, SIGILL,
  * SIGFPE and SIGABRT write the signal, the faulting address, the current stage, a backtrace
  * and the last log lines to stderr and to <dir>/strata-crash-<pid>.txt using only

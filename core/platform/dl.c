@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POSIX dlopen shim. See dl.h. */
 #include "platform/dl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Dynamic-library shim for backend modules: open, look up, close, and where the running
  * executable lives. The only place that names dlopen/dlsym. */
 #ifndef STRATA_PLATFORM_DL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the running executable lives (Linux: /proc/self/exe). See dl.h. */
 #include <string.h>
 #include <unistd.h>

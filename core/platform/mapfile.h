@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Read-only file mappings: map a whole file, unmap it, give access hints.
  * The only place that names mmap/madvise; other code uses st_mapfile. */
 #ifndef STRATA_PLATFORM_MAPFILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Read-only file mappings (POSIX mmap). See mapfile.h. */
 #include "platform/mapfile.h"
 

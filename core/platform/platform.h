@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Platform shim: the only place that names OS facilities (dl, threads, mmap, clocks,
  * memory info, crash handlers). Each function documents ownership and errors. */
 #ifndef STRATA_PLATFORM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bounded text builder (textbuf.h). */
 #include "platform/textbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bounded text builder over caller memory: appends printf-formatted text, truncates at the
  * end of the buffer (always NUL-terminated when len > 0) and counts what fitted. Used by the
  * formatters of the plan and the expert cache (tables, Prometheus lines). */

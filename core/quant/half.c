@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IEEE binary16 and bfloat16 conversions, bit-exact, round to nearest even. */
 #include "quant/quant.h"
 

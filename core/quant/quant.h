@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Block formats of GGUF weight types and their scalar reference (dequantize, quantize).
  * Leaf library (st_quant): no dependencies beyond libc/libm; linked into the core and,
  * compiled position-independent, into backend modules. All functions are thread-safe. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MXFP4: blocks of 32 4-bit E2M1 values sharing one E8M0 (power of two) scale, 17 bytes.
  * The levels are stored doubled as small integers and the scale halved, so that a dot product
  * with 8-bit activations stays in integers until one multiply per block. */

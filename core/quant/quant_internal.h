@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal entry points of st_quant: one (de)quantizer per block format, and the scale fits
  * the K-quant and IQ4 quantizers share. Not part of the public API. */
 #ifndef STRATA_QUANT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Non-linear 4-bit formats IQ4_NL (blocks of 32, one fp16 scale) and IQ4_XS (super-blocks
  * of 256: fp16 scale and eight 6-bit sub-block scales, low nibbles in scales_l, high 2 bits
  * in scales_h). Within 32 elements, element j < 16 is the low nibble of qs[j] and element

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* K-quant super-block formats (256 elements): Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
  * Bit packing follows the GGUF file format exactly:
  *  - Q2_K/Q3_K: element 128*h + 32*g + l (h < 2, g < 4, l < 32) keeps its 2 low bits in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scale searches shared by the K-quant and IQ4 reference quantizers: each tries a small grid
  * of candidate scales, assigns the nearest level, refits the scale by least squares and keeps
  * the candidate with the lowest squared error. Accumulation is in double. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Legacy 32-element block formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
  * Element j of a block (j < 16) lives in the low nibble of qs[j], element j+16 in the high
  * nibble; Q5 formats keep the fifth bit of element j in bit j of the 32-bit little-endian qh. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row-level entry points: dispatch of st_dequantize_row / st_quantize_row by type, plain
  * (non-block) conversions, and the oracle's dot product st_dot_row_ref. */
 #include "quant/quant_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Type table of GGUF tensor types: names, block sizes and bytes per block. */
 #include "quant/quant.h"
 

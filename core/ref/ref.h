@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scalar reference implementation of every op of the module ABI (include/strata/backend.h):
  * the oracle that conformance tests compare backends against. Precision over speed: values
  * are loaded to double, accumulated in double and rounded once on store.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference KV write and attention over the paged cache. Cache tensors are
  * [n_cells][n_kv_head][head_dim] of F32/F16/BF16 (element strides honoured) or Q8_0 (each
  * (cell, head) row holds head_dim/32 contiguous blocks). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference ops on dense rows: embedding gather, RMS norm (fused residual), matmul, SwiGLU. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference element-wise ops: ADD (row broadcast), SCALE, CONVERT, MUL_ROWS. Each row is read
  * completely before it is written, so out may alias a. */
 #include <math.h>

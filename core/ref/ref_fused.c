@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference fused ops (ABI 1.1): ATTN_PREP, MOE_GATE_UP and MOE_DOWN, each written as the
  * composition of the reference's own unfused ops, so a fused kernel is checked against exactly
  * the semantics the unfused path has (F32 intermediates, as the unfused ops store them). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the reference ops: error text, tensor checks, element and row access.
  * Not part of the public API. */
 #ifndef STRATA_REF_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference Mixture-of-Experts ops: router (softmax/sigmoid gating, biased top-k selection,
  * renormalization), grouped expert matmul through a slot table, and the weighted combine. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference of gpt-oss's clamped SwiGLU (ABI 1.2). ATTENTION_EX lives with ATTENTION in
  * ref_attention.c. */
 #include <math.h>

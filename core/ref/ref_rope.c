@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference rotary embedding: normal mode rotates adjacent pairs (2i, 2i+1), NeoX mode pairs
  * (i, i + n_rot/2). Pair i turns by theta = pos * freq_base^(-2i/n_rot), scaled by YaRN:
  *   theta_interp = freq_scale * theta_extrap;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference selection ops: per-row ARGMAX and TOPK (descending, lower index first on ties,
  * NaN after every number). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference ops as a backend ops table, and which (op, type) pairs they take. */
 #include "quant/quant.h"
 #include "ref/ref_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the reference ops: per-thread error text, tensor validation, element and
  * row access for F32/F16/BF16 with strides, dequantized row loads, and tensor views. */
 #include "ref/ref_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xoshiro256** seeded by splitmix64: small, fast, identical on every platform. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Samplers: repetition/presence/frequency penalties, then top-k, top-p, min-p, temperature
  * and a draw from the remaining distribution (the order common in the field), or greedy.
  * Own PRNG (xoshiro256** seeded through splitmix64): identical seed and input give identical

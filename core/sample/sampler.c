@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sampler chain: penalties -> top-k -> top-p -> min-p -> temperature -> draw. */
 #include <math.h>
 #include <stdlib.h>

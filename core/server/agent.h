@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What agent clients send beyond plain chat: tools and tool_choice, and the fields of
  * structured output and sampling outputs (refused with a clear 400 where not supported yet).
  * Parsed from the request by st_agent_parse, called from st_oai_parse. */

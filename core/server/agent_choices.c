@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* n > 1 (one generation per choice, run one after the other on the same connection: each
  * reuses the prompt's KV through the engine's prefix cache) and echo for completions. */
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front's Jinja chat template: loading it (file or GGUF), a trial render, and the BOS
  * rule for the rendered prompt. */
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tool calls in a generation: holding back streamed text that may be a call, and the
  * tool_calls JSON of stream chunks and responses, as OpenAI's SDKs read them. */
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logprobs in responses and stream chunks, as OpenAI's SDKs read them:
  *   chat         choices[0].logprobs = {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}
  *   completions  choices[0].logprobs = {"tokens", "token_logprobs", "top_logprobs": [{piece: lp}], "text_offset"} */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading tools, tool_choice and the other agent fields of a request. */
 #include "server/agent.h"
 

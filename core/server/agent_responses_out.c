@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /v1/responses output: a chat completion (or its stream chunks) as a Response object (or
  * Responses stream events: response.created, output_item.added, content_part.added,
  * output_text.delta, function_call_arguments.delta/.done, output_item.done, response.completed). */

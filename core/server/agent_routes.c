@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* llama-server's utility endpoints, front-only (no engine round trip):
  *   POST /apply-template  {"messages": [...], "tools": [...]} -> {"prompt": "..."}
  *   POST /tokenize        {"content": "...", "add_special": false, "with_pieces": false} -> {"tokens": [...]}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The utility endpoints of llama-server (/apply-template, /tokenize, /detokenize, /props),
  * answered by the front (server/agent_routes.c). */
 #ifndef STRATA_SERVER_AGENT_ROUTES_H

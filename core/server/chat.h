@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Chat templates: turning OpenAI-style messages into the prompt text a model family was
  * trained on. Built in: ChatML (Qwen), Llama 3, Mistral, DeepSeek, Tulu (OLMoE), plain. */
 #ifndef STRATA_CHAT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front process: loads the tokenizer, starts and supervises the engine child, routes
  * the engine's events to requests, and restarts the engine when it dies or stalls. */
 #include "server/front.h"

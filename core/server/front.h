@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal state of the front process shared by the supervisor (front.c) and the HTTP
  * handlers (http.c). */
 #ifndef STRATA_FRONT_H

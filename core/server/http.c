@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP front: the connection layer (libmicrohttpd), routes, limits, authentication, /health,
  * /v1/models and /metrics. The generation endpoints are in http_gen.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The generation endpoints (/v1/chat/completions, /v1/completions), streamed and not.
  *
  * Nothing here blocks a server thread: a request that waits for tokens suspends its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the HTTP connection layer (http.c) and the generation endpoints (http_gen.c). */
 #ifndef STRATA_HTTP_INTERNAL_H
 #define STRATA_HTTP_INTERNAL_H

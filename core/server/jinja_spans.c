@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the messages' contents lie in a prompt rendered by a Jinja chat template, so that
  * control tokens typed in content stay text (--content-specials text) with the model's own
  * template as with the built-in ones (server/chat.c records its spans as it writes).

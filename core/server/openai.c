@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/openai.h"
 
 #include "template/chat_jinja.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The OpenAI request and response shapes: parsing and validating request bodies, and
  * building the JSON of responses, stream chunks and errors exactly as the official SDKs
  * parse them. Uses cJSON. */

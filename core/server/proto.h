@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The framed protocol between the server's front process and its engine child over a
  * socketpair. Both ends are the same executable, so payloads are plain structs.
  * Frame: uint32 type, uint32 payload bytes, payload. */

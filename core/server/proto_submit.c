@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SUBMIT frame's variable part: prompt tokens, grammar text, logit biases. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `strata serve`: the front process. It owns HTTP (libmicrohttpd), JSON (cJSON), chat
  * templates and tokenization, and supervises one engine child process (the same executable
  * run as `strata engine`) that holds the model and the devices. When the engine dies or

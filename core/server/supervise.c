@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Supervision of the engine child: start it, read its frames, watch its heartbeats, and on
  * its death fail every request, describe what happened and start it again after a growing
  * back-off. A start-up failure that will repeat ends the server (first engine) or stops the

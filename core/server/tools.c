@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tool-call parsing of generated text (see tools.h for the syntaxes). */
 #include "server/tools.h"
 

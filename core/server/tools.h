@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tool calls in model output: finding each family's call syntax in generated text and turning
  * it into OpenAI tool_calls, and the split of reasoning from the answer for harmony (gpt-oss)
  * channels. Families recognized by their markers, whatever the template:

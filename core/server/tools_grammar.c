@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tool_choice "required" / named, enforced: a grammar of the template's call syntax whose
  * arguments follow each tool's JSON Schema (grammar/json_schema.h). */
 #include <cjson/cJSON.h>

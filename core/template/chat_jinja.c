@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The context a chat template is rendered with, built from the request's JSON. */
 #include "template/chat_jinja.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Chat templates through the Jinja engine: an OpenAI request's messages and tools rendered
  * by the model's own template (tokenizer.chat_template, or a --chat-template-file), with the
  * variables Hugging Face's apply_chat_template passes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A Jinja2 template engine for chat templates: the subset published chat templates use
  * (text, {{ }}, {% %}, {# #}, whitespace control, trim_blocks and lstrip_blocks as Hugging
  * Face renders them; if/elif/else, for with loop.*, else and filters, break/continue, set

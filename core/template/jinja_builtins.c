@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Jinja builtins used by chat templates: filters, tests, global functions. String, list and
  * dict methods (Python's, as templates call them) are in jinja_methods.c. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Jinja evaluator: statements write to an output buffer, expressions give values, with
  * Jinja2's scoping (a for loop and a macro call open a scope; `set` inside them does not leak
  * out, which is why templates use namespace()). Failures longjmp to the render's entry. */

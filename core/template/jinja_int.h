@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the Jinja engine shared by its files: the arena, values, the syntax tree. */
 #ifndef STRATA_TEMPLATE_JINJA_INT_H
 #define STRATA_TEMPLATE_JINJA_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Jinja lexer: template text to tokens, with whitespace control ("-" strips, "+" keeps),
  * trim_blocks (the newline after a block or comment tag goes) and lstrip_blocks (spaces and
  * tabs from a line's start to a block or comment tag go), as Hugging Face renders chat

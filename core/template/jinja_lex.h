@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tokens of the Jinja lexer. */
 #ifndef STRATA_TEMPLATE_JINJA_LEX_H
 #define STRATA_TEMPLATE_JINJA_LEX_H

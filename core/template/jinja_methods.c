@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Python methods of strings, lists and dicts as chat templates call them
  * (content.strip(), name.startswith('x'), messages.pop(0), tool.get('x', y), ...), the global
  * functions (range, namespace, raise_exception, strftime_now, dict) and "%" formatting. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Jinja parser: tokens to a syntax tree, by recursive descent with Jinja2's precedence
  * (conditional < or < and < not < comparison < + - < ~ < * / // % < ** < unary < postfix,
  * filters and tests). Syntax errors end the parse through one longjmp and come back as a

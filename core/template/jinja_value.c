@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Values of the Jinja engine: the arena, construction, truth, equality, ordering, and their
  * text as Python prints them (str() and json.dumps()). */
 #include <cjson/cJSON.h>

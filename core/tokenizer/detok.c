@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming detokenizer: token pieces in, well-formed UTF-8 out, never splitting a
  * character across two outputs (see tokenizer.h). */
 #include <stdlib.h>

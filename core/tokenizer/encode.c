@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Encoding: special-token partition, then SPM or byte-level BPE on each text fragment. */
 #include <stdlib.h>
 #include <string.h>

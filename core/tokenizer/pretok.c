@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pre-tokenizer scanners (see pretok.h).
  *
  * Each split rule is a leftmost-first regular-expression split: the text is scanned, every

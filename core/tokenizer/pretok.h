@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pre-tokenizers of byte-level BPE vocabularies: split text (as code points) into words
  * before BPE merging. Each kind reproduces the split rules published with the model's
  * tokenizer (the regular expressions in its tokenizer.json), implemented as hand-written

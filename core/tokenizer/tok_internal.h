@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal layout of st_tokenizer, shared by the files of core/tokenizer only. */
 #ifndef STRATA_TOKENIZER_TOK_INTERNAL_H
 #define STRATA_TOKENIZER_TOK_INTERNAL_H

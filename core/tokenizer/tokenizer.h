@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tokenizers of GGUF models: SentencePiece-style BPE ("llama" vocabularies, SPM),
  * byte-level BPE ("gpt2" vocabularies) with the pre-tokenizer named by tokenizer.ggml.pre, and
  * Gemma 4's BPE over raw UTF-8 ("gemma4" vocabularies).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* st_tokenizer_from_gguf: reads the tokenizer.ggml.* metadata of a GGUF file into an
  * st_tokenizer_config and builds the tokenizer. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UTF-8, category lookup and the byte-level BPE byte mapping (see unicode.h). */
 #include "tokenizer/unicode.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unicode helpers for the tokenizers: UTF-8 decoding/encoding with the same lenient rules
  * the reference tokenizers use, general-category classes from a generated range table
  * (unicode_tables.c, made by tools/gen_unicode_tables.c), White_Space, and the byte-level

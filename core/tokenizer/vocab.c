@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building an st_tokenizer from a config: token table, merges, attributes, special ids,
  * end-of-generation set and rendered pieces. Accessors of the public API. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strata backend module ABI.
  *
  * A backend module is a shared object exporting exactly one required symbol,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pins the layout of every public struct of include/strata/backend.h on LP64: the size of
  * each struct and the offset and size of each field, as ABI 1.2 defines them (1.1 appended the fused ops;
  * 1.2 ATTENTION_EX, SWIGLU_OAI and ROUTER_GROUPS). Modules built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run under qemu-ppc64le: the POWER feature detection (AT_HWCAP/AT_HWCAP2) and the vsx variant
  * choice on the emulated CPU. argv[1]: "1" when the CPU model is POWER9 or newer, "0" for
  * POWER8. Built with the cross compiler by ppc_variant.cmake. */

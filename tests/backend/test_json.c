@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The JSON writer: nesting, separators, escaping (quotes, control bytes, invalid UTF-8),
  * numbers, and misuse detection. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry against real module files: broken modules (no entry symbol, ABI major 2, an
  * absent dependency library, garbage bytes, a dangling link, an entry that fails, a NULL or
  * too small table), CPU variants chosen before dlopen, unknown variants and their score, two

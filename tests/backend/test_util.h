@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Minimal checking macros for the backend tests: count failures, print each with its line. */
 #ifndef STRATA_TEST_BACKEND_UTIL_H
 #define STRATA_TEST_BACKEND_UTIL_H

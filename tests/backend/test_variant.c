@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU variant choice with fake CPUs, module file names, feature detection against
  * /proc/cpuinfo, and the loader's explanation of dlopen errors. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CHECK macro of the C tests: on a false condition it prints "FAIL file:line: message" to
  * stderr and counts it in the test's `g_fail` (an int the including file defines or declares). */
 #ifndef STRATA_TEST_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The same GEMV timings as bench_matmul, run by llama.cpp's CPU backend (ggml, loaded from the
  * reference cache) so both are measured on the same machine at the same time. Not a test; a
  * speed rival only (no llama.cpp code is part of Strata).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Micro-benchmark of the CPU module's GEMV (not a test): loads a module file, times MATMUL of
  * a random Q4_K and Q8_0 (and F16) weight matrix by 1..8 activation rows and prints the
  * weight bytes streamed per second. Usage: bench_matmul <module.so> [threads] [M] [K] [iters] [copies of W, 0 = exceed the caches] */

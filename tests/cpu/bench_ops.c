@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Micro-benchmark of the CPU module's decode ops other than dense GEMV (not a test): attention
  * over an F16 paged cache at several context lengths, MoE GEMV of one token (8 of 64 experts
  * of the bench-moe-1.5g shapes), argmax over a 151936-entry vocabulary. Prints wall and CPU

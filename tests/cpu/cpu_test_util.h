@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the CPU module tests: loading a module file, random data, normalized errors. */
 #ifndef STRATA_CPU_TEST_UTIL_H
 #define STRATA_CPU_TEST_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared conformance cases (core/conformance) on the CPU module file argv[1], loaded
  * directly (no registry), with argv[2] worker threads. Exit 0 all passed, 1 failures, 77 when
  * this CPU cannot run the module. */

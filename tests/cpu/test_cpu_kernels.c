@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every slot of the x86 kernel table against the portable scalar slot: activation quantizers
  * bit for bit, dot products within a float-rounding bound, multi-row dots equal to single-row
  * dots bit for bit (batch invariance), f32 helpers and F16/BF16 conversions.

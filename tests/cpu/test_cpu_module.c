@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU module against the scalar oracle (core/ref): loads a built module file (argv[1]) with
  * a worker count (argv[2]), checks identity/probe, then runs every op on random inputs and
  * compares with st_ref_* under normalized error thresholds. Also checks batch invariance (row i

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cpu.x8_kernels.<isa>: the x8 group kernels (8 interleaved weight rows, cpu_kernels.h) of the
  * x86 table against the portable oracle (kernels_x8.c) and the scalar row kernels:
  *  - the ISA's repack gives the oracle's bytes;

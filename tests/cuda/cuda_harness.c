@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Harness of the CUDA op tests (see cuda_harness.h) and main(): loads strata-cuda.so from
  * the path in argv[1], opens device 0 and runs every group. Exit 0 all passed, 1 any
  * failure, 77 no usable device (ctest reports that as skipped, never as passed). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Harness of the CUDA op tests: loads the module, opens device 0, moves host tensors to the
  * device and compares device results with core/ref's. Every check prints one PASS/FAIL line. */
 #ifndef STRATA_TEST_CUDA_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A host-memory stand-in for the module, whose ops are core/ref itself: running the op tests
  * against it checks the harness (every comparison must come out exact) without a GPU. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA vs core/ref: KV_WRITE into F32/F16/Q8_0 caches (a cell named twice: the later token
  * wins) and ATTENTION over the paged cell table (decode with split sequence, several tokens
  * with a mask, GQA, kv_len 0, dk != dv). */

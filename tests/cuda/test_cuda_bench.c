@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rough timings on device 0 (wall clock around repeated launches and a stream sync): GEMV
  * bandwidth for decode, GEMM throughput for prefill, MoE decode, split attention. Numbers are
  * printed, not asserted; each case still checks its op returned ST_OK. */

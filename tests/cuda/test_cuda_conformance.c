@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared conformance cases (core/conformance) on device 0 of strata-cuda, loaded from
  * argv[1] directly (no registry). Exit 0 all passed, 1 failures, 77 no usable GPU. */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA vs core/ref: GET_ROWS and MATMUL for every weight format (GEMV and GEMM paths, odd
  * shapes), RMS_NORM (fused residual, aliasing), ROPE (normal/NeoX, YaRN), SWIGLU. */
 #include <stdio.h>

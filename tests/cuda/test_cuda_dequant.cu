@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-side check of the CUDA module's block decoders (backends/cuda/cuda_quant.cuh, compiled
  * for host and device) against core/quant's st_dequantize_row, for every weight format and
  * every 8-element group of several random rows. Runs without a GPU. */

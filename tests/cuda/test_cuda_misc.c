@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA vs core/ref: ADD (broadcast, in place), SCALE, CONVERT, MUL_ROWS, ARGMAX, TOPK (ties and
  * NaN); module services: graph capture/replay, OOM text, invalid arguments refused, pinned and
  * registered host memory, memset, events. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata-cuda as a module, on any machine: only the entry symbol is visible, the ABI answer
  * is right, and the probe reports a truthful status (without a driver: ST_NO_DRIVER with the
  * library named). Prints one line per check; exit 1 on any failure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA vs core/ref: MOE_MATMUL through the slot table (every weight format, GEMV and tile
  * paths, unmapped experts left untouched), MOE_COMBINE and ROUTER. */
 #include <math.h>

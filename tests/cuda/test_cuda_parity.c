@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA vs the CPU module on the decode GEMV: both multiply 8-bit activations, so the CUDA module
  * must quantize them exactly as the CPU module does (its scalar kernel table: from_float into
  * the weight format's partner blocks, then vec_dot). The two results may then differ only by

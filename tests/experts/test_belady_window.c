@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Belady's optimum from a warm cache (st_expert_belady_from), as the per-request statistics of
  * the server use it: exact on a hand-made pattern, equal to the cold optimum without residents,
  * never below a real cache that continues from the same residents on random skewed traces (every

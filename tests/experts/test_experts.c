@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/experts: slot-table invariants under every policy, the per-step admission cap, hit
  * semantics (admitted in a step = hit from the next), the fixed profile policy, statistics,
  * Belady's optimum (exact on known patterns, an upper bound of every policy on random

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hybrid expert path of core/model on a generated MoE model: a simulated device is the "GPU"
  * with an expert cache of 0%, 50% and 100% of the experts, the CPU module computes the misses
  * from the mapped file. Greedy decoding of 64 tokens must give the same tokens as the model with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The offload policy against the static split, by the cost model (st_expert_model_time) on
  * synthetic decode traces with the H200 box's rates (upload 55 GB/s, a 2.65 MiB expert computed
  * by 16 cores in 85 us): on balanced routing (every expert used, the top half at most 70% of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-request expert statistics below the server: the engine over a generated MoE model with an
  * expert cache on a simulated device (misses on the CPU module).
  *  - a request alone: its DONE event's lookups are exactly (prompt + generated - 1) tokens x MoE

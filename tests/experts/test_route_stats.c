@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/experts/expert_stats: exact statistics of hand-made routing streams (pairs used, the top
  * half's share, adjacent overlap with and without a sequence break, reuse-distance buckets). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/experts tiers on a generated model and a simulated device: file slices, the CPU FFN of
  * a missed expert against a plain float computation, the RAM tier (pinned or honestly not,
  * contents, LRU), and one MoE step whose hits run on the device through the cache's slot

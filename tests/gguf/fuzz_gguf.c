@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target for the GGUF reader: each input is written to an anonymous in-memory file
  * and opened by path; an input that opens is read completely (every value, array item and
  * tensor byte), so a validation gap shows up as a crash or a sanitizer report.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the GGUF tests: checks that count failures, a scratch directory, whole-file
  * read/write, and a walk that touches every value and tensor byte of an open file. */
 #ifndef STRATA_TEST_GGUF_H

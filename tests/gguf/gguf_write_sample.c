@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes a MoE-shaped sample for the `strata gguf` command's tests: 40 layers, each with
  * attention (attn_v mixing F16 and Q8_0 over layers), a router and 8 experts,
  * Q8_0, F16 and F32 tensors (zero data). Usage: PATH. */

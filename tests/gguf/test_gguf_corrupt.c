@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Corrupt files: a small valid file is generated, then broken in many ways. Every truncation,
  * every large-value corruption of a count, length, type or offset field, and a set of crafted
  * defects must give an error that names the problem; arbitrary bit flips and random

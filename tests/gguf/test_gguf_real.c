@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The real model ../shared/models/stories260K.gguf (path from the build: STRATA_TEST_MODEL)
  * opens, validates, and reads as the model its README describes: a llama with 5 layers,
  * dim 64, FFN 172, 8 heads (4 KV), a 512-token SPM vocabulary, all tensors F32.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes GGUF files with the streaming writer and reads them back: every metadata type,
  * arrays of every element type, typed-getter conversions, alignment, tensor infos and data
  * bytes; versions 2 and 3; the writer's own error paths (duplicates, bad shapes, too much or

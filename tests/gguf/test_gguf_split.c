@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Split models: three shards written with the split keys; opening any of them opens all,
  * with metadata from the first and one tensor table. Broken sets (a missing shard, wrong
  * split.no, wrong split.tensors.count, a name repeated across shards, a name that does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grammar_bench VOCAB.gguf [runs]: the cost of a grammar-constrained sampling step against a
  * free one, on a real vocabulary (e.g. llama.cpp's ggml-vocab-qwen2.gguf, 151k tokens), with
  * random logits (seeded) and the sampler of the server (temperature 0.8, top-k 40, top-p 0.95,

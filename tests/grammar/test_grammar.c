@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grammar.gbnf / grammar.schema / grammar.mask: the GBNF engine (core/grammar) accepts and
  * rejects text as its grammar says, errors name the place, JSON Schemas become grammars that
  * accept exactly the documents they describe, and token masks match per-token checks. */

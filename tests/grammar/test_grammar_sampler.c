@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grammar.sampler: the sampler under a grammar (core/sample + core/grammar): every sampled
  * sequence follows the grammar, whatever the logits; the restricted distribution is p
  * renormalized over the allowed tokens; logit_bias bans and forces tokens. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmp-logits: compares two [n][n_vocab] float32 logit files (Strata's and the reference's).
  *   cmp-logits A.f32 B.f32 N_VOCAB LIMIT [--greedy FIRST IDS]
  * N_VOCAB 0 treats each file as one row (any float32 arrays of equal length).

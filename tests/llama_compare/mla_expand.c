@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mla-expand: rewrites a deepseek2 GGUF of the latent-attention layout (attn_k_b, attn_v_b,
  * key_length_mla) as the same model in the expanded layout (one attn_kv_b per layer,
  * key_length = nope + rope, head_count_kv = n_head), which llama.cpp runs as plain multi-head

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* llama-ref: drives llama.cpp's library (fetched by ci/fetch-llama-ref.sh, never part of the
  * tree) as the correctness reference and speed rival for Strata's tests and benchmarks.
  *   llama-ref logits   -m F --tokens 1,2,3 --out F.f32 [--all] [-t N] [--ngl N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Backend choice for the model tests. */
 #include "backend_pick.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Choosing a backend for the model tests: "ref" (scalar reference on host memory, no module)
  * or a module by name through the registry ("cpu", "sim"). */
 #ifndef STRATA_TEST_BACKEND_PICK_H

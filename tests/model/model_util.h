@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the model tests. */
 #ifndef STRATA_TEST_MODEL_UTIL_H
 #define STRATA_TEST_MODEL_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/arch: hyperparameters and family rules of generated models, and the refusals with
  * messages naming the problem (unsupported architecture, missing tensor, misshaped tensor,
  * missing key, unsupported rope scaling). */

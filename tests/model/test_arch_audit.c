@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The two rules of core/arch: every tensor of a file is used as the reference uses it for the
  * family, or the file is refused naming it; every metadata key whose value changes the math is
  * honoured or refused. Files with what llama.cpp's model saver writes (biases, weight scales,

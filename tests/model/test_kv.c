@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kv: page allocation, cell uniqueness, truncation, exhaustion, the device copy of the
  * cell table after st_kv_sync, views and type checks. Runs on the reference device. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The same tiny models of every family through the scalar reference and through a backend
  * module (argv[1]: "cpu", "sim", ...): logits must agree, for F32 and quantized weights, in
  * batched prefill and in token-by-token decode. Exit 77 (skip) when the module has no usable

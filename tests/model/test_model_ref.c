@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forward recipe of every family on the scalar reference: batched prefill equals
  * token-by-token decode, copied weights equal in-place weights, two sequences in one batch
  * equal separate runs, F16 KV stays close to F32 KV, greedy decoding is deterministic. */

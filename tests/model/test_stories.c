@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The real stories260K model (argv[1]): greedy 200 tokens from BOS must reproduce the known
  * text of its README exactly, on the reference and on every backend given by name in argv[2..]
  * ("ref" = the scalar reference on host memory). Skips (77) with a message when the file is

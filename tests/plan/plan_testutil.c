@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared code of the planner tests. */
 #include "plan_testutil.h"
 

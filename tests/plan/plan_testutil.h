@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared code of the planner tests: model files written from a shape (zero weights, optional YaRN
  * metadata) and simulated devices opened through the backend registry. */
 #ifndef STRATA_TEST_PLAN_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The planner without devices: consumers and their sums, the expert cache in whole slots,
  * the degrade order with its warnings, refusal with suggestions that really fit,
  * --vram-budget, extra consumers, multi-device split, and the printed forms. */

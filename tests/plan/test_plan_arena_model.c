@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A generated MoE model loaded through the commands' path (st_offload_prepare + st_offload_load)
  * on a simulated device that counts its memory exactly, with every expert resident, with an
  * expert cache (with and without staging slots) and with a cache of no slot. A counting layer

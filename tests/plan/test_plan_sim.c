@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plans allocated on simulated devices with exact capacities, replaying the field's failures:
  *   long_ctx     1M positions (YaRN) x 4 slots and a 110 MiB consumer registered after them on
  *                two devices whose free memory an expert cache would otherwise take

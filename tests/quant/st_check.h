@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tiny assertion helpers for plain-C tests: a failed check prints where and why and marks
  * the test failed; main returns st_check_result(). */
 #ifndef STRATA_TEST_CHECK_H

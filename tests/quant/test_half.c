@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fp16 / bf16 conversion edge cases: exact values, rounding ties, overflow, subnormals,
  * signed zero, inf and nan; plus an exhaustive fp16 -> f32 -> fp16 round trip. */
 #include <stdint.h>

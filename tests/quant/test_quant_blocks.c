@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hand-built blocks decode to the exact floats the GGUF format defines. Each block is
  * written byte by byte from the format's description (restated here independently of the
  * library), and a few elements are also checked against values computed by hand. */

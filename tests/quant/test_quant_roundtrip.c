@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Quantize -> dequantize round trips for every format: relative RMS error within a bound
  * set by the format's bit width, exact zeros for zero input, and the dot product matches
  * dequantize-then-accumulate. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Type table: bytes per block and elements per block equal GGUF's, names parse back,
  * row sizes, unknown ids. */
 #include <string.h>

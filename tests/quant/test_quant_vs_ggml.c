@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cross-check against llama.cpp's ggml (the field's reference for GGUF), linked only in
  * this test: for every format, ggml's dequantizer and ours must agree bit for bit on random
  * block bytes (so every bit of every layout is read the same way), ggml must decode our

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference dense ops against hand-computed cases: get_rows, rms_norm (fused residual,
  * aliasing), matmul (F32, strided, quantized), swiglu, add/scale/convert/mul_rows, the ops
  * table and argument validation. */

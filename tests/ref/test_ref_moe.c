@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference router, moe_matmul, moe_combine, argmax and topk against hand-computed cases. */
 #include <string.h>
 

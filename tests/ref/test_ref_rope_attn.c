@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reference rope, kv_write and attention against hand-computed cases. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cross-check of the reference RoPE (normal/NeoX, linear scaling, YaRN), RMS norm and paged
  * GQA attention against llama.cpp's ggml CPU implementation, linked only in this test. ggml
  * accumulates angles in float, so the RoPE tolerance grows with the position. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sampler unit tests: PRNG reproducibility, greedy ties, top-k/top-p/min-p cuts, penalties,
  * seeded reproducibility and the candidate-subset path. */
 #include <math.h>

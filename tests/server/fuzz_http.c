@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the HTTP layer of `strata serve` (libmicrohttpd with core/server/http.c and
  * http_gen.c: routes, methods, the key, body limits, the JSON mapping) over a real socket. The
  * server runs in this process with no engine (every generation ends in 503 after parsing and

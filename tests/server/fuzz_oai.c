@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the OpenAI JSON mapping (core/server/openai.c) and chat rendering.
  * Input: byte 0 picks chat or completions and the template; the rest is the request body.
  * Also drives the incremental text (stop strings, <think>) with stops and pieces cut from the

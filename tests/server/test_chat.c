@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit test of the chat templates (core/server/chat.c): rendering of each family against the
  * published formats, detection from GGUF Jinja texts, names and stop strings; the content spans
  * of a Jinja rendering (core/server/jinja_spans.c). */

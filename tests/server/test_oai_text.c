@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit test of the incremental text of a generation (core/server/openai.c): stop strings that
  * arrive split over pushes, held-back prefixes released at the end, the <think> split into
  * reasoning, and the JSON shapes of chunks and errors. */

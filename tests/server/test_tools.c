@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.tools: tool calls parsed out of each family's output syntax (core/server/tools.c),
  * the streamed hold-back of call markers and the rewritten response JSON
  * (core/server/agent_http.c), and the agent fields of requests (core/server/agent_req.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The simulated devices through the module ABI, loaded by the registry like any module:
  * exact memory accounting, OOM text, fault injection (fail_alloc, fail_op, fail_copy,
  * lose_after, hang_op), copy bandwidth, peer copies inside one memory domain, double frees,

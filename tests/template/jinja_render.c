@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jinja_render TEMPLATE_FILE CONTEXT_JSON_FILE: prints the rendering (or the error on stderr,
  * exit 1). The template conformance test runs it over the published chat templates. */
 #include <cjson/cJSON.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* template.jinja: conformance of the Jinja engine on what chat templates use. Each case is a
  * template, a JSON context and the text Jinja2 renders (Hugging Face settings: trim_blocks,
  * lstrip_blocks), or the start of the error it must give. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks st_tokenizer against llama.cpp's tokenizer test vectors: for each vocabulary
  * models/ggml-vocab-<name>.gguf of the llama.cpp source (fetched by ci/fetch-llama-ref.sh into
  * a cache outside the repository), every case of <name>.gguf.inp must encode (add_special and

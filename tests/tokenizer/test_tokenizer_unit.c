@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of core/tokenizer on hand-built vocabularies: Unicode tables, pre-tokenizer
  * splits, SPM merging and byte fallback, BPE merge ranks, special-token parsing (control vs
  * user-defined, strip attributes), BOS/EOS, end-of-generation ids, token pieces and the

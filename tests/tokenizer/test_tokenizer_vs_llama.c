@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differential test of st_tokenizer against llama.cpp's own tokenizer (libllama from the
  * reference cache fetched by ci/fetch-llama-ref.sh; built only when that cache is present).
  * For each vocabulary models/ggml-vocab-<name>.gguf it compares, with both tokenizers loaded

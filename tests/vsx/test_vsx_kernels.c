@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The VSX kernel table of strata-cpu-vsx against the portable scalar table and a double-precision
  * reference, slot by slot: activation quantizers (bit-exact), vec_dot of every weight format
  * (normalized error, batch invariance), to_float, float helpers and F16/BF16 conversions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* strata-cpu-vsx, loaded as the host loads it (dlopen + st_backend_entry), against core/ref:
  *  - identity and probe: name "cpu", device "Host CPU (POWER9 VSX)", arch "power9", usable;
  *    with --expect-unusable (run under a POWER8 CPU model) the probe must refuse with a reason

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test module: speaks ABI major 2, so it refuses the host's major 1 and says so. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test module: its entry fails (returns ST_NO_DRIVER) with an error text in last_error;
  * built with -DST_TEST_NULL_TABLE it returns OK with no table, with -DST_TEST_SMALL_TABLE a
  * table whose size is too small for ABI 1.0. */

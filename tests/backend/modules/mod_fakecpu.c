@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test module: a well-formed module with one usable "CPU" device, used under several file
  * names (strata-cpu-avx2.so, strata-cpu-avx512.so, ...) to test variant choice. When it is
  * loaded (dlopen runs its constructor) it appends its own path to $STRATA_TEST_MARK, so a test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test module: depends on a shared library that is absent at load time. */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test module: a shared object without st_backend_entry (exports something else). */
 #include "strata/backend.h"
 
