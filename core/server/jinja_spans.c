@@ -41,22 +41,7 @@ static int span_add(span_list *l, size_t start, size_t len) {
 
 /* A message's content as the template sees it (text parts joined), malloc'ed; NULL for none. */
 static char *content_text(const cJSON *c) {
-    if (cJSON_IsString(c)) return strdup(c->valuestring);
-    if (!cJSON_IsArray(c)) return NULL;
-    size_t len = 0;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, c) {
-        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
-        if (cJSON_IsString(tx)) len += strlen(tx->valuestring);
-    }
-    char *s = malloc(len + 1);
-    if (!s) return NULL;
-    s[0] = 0;
-    cJSON_ArrayForEach(p, c) {
-        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
-        if (cJSON_IsString(tx)) strcat(s, tx->valuestring);
-    }
-    return s;
+    return cJSON_IsString(c) ? strdup(c->valuestring) : st_chat_text_parts(c);
 }
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }

@@ -7,10 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Text parts [{type:"text", text}] joined into one string; other content as is. */
-static cJSON *normalize_content(const cJSON *c) {
-    if (!c || cJSON_IsNull(c)) return cJSON_CreateString("");
-    if (!cJSON_IsArray(c)) return cJSON_Duplicate(c, 1);
+char *st_chat_text_parts(const cJSON *c) {
+    if (!cJSON_IsArray(c)) return NULL;
     size_t len = 0;
     const cJSON *p;
     cJSON_ArrayForEach(p, c) {
@@ -24,6 +22,15 @@ static cJSON *normalize_content(const cJSON *c) {
         const cJSON *tx = cJSON_GetObjectItemCaseSensitive(p, "text");
         if (cJSON_IsString(tx)) strcat(s, tx->valuestring);
     }
+    return s;
+}
+
+/* Text parts [{type:"text", text}] joined into one string; other content as is. */
+static cJSON *normalize_content(const cJSON *c) {
+    if (!c || cJSON_IsNull(c)) return cJSON_CreateString("");
+    if (!cJSON_IsArray(c)) return cJSON_Duplicate(c, 1);
+    char *s = st_chat_text_parts(c);
+    if (!s) return NULL;
     cJSON *r = cJSON_CreateString(s);
     free(s);
     return r;

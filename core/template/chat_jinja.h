@@ -14,6 +14,10 @@ typedef struct st_chat_jinja_opts {
     int add_generation_prompt;         /* open the assistant's turn (1 for chat requests) */
 } st_chat_jinja_opts;
 
+/* A message content's text parts [{type:"text", text}] joined into one malloc'ed string; NULL
+ * when c is not an array of parts or out of memory. */
+char *st_chat_text_parts(const cJSON *c);
+
 /* Render req (an OpenAI chat request object: messages, tools, chat_template_kwargs,
  * reasoning_effort) with template t. Messages are normalized as templates expect: text-part
  * arrays become one string, a null content becomes "", tool call arguments given as JSON text
