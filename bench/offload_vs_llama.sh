@@ -9,16 +9,19 @@
 # 0.1 s) is at most Strata's default run's. Random decode tokens on both sides (llama-bench's
 # way; `strata bench --decode-tokens random`), prefill of NPROMPT tokens, and the routing
 # statistics of Strata's decode steps. Writes a Markdown report.
+# Depth is matched: Strata's `bench -p NPROMPT -n NGEN` decodes at positions NPROMPT..NPROMPT+NGEN-1,
+# so llama-bench's decode row is `-p 0 -n NGEN -d NPROMPT`; its prefill rows (`-p NPROMPT,NPROMPT2
+# -n 0`) and Strata's are at depth 0. Prefill of NPROMPT2 tokens is a separate Strata run (-n 0).
 # Usage: bench/offload_vs_llama.sh MODEL.gguf LLAMA_BIN_DIR OUT.md
 # Environment: STRATA (default build/bin/strata), BACKEND (cuda), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
-#   NPROMPT (512), NGEN (128), PARALLEL (4; 1 = no batched rows)
+#   NPROMPT (512), NPROMPT2 (2048; empty = none), NGEN (128), PARALLEL (4; 1 = no batched rows)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 model=$1 lbin=$2 out=$3
 here=$(cd "$(dirname "$0")/.." && pwd)
 strata=${STRATA:-$here/build/bin/strata}
 budgets=${BUDGETS:-"4GiB 8GiB"} threads=${THREADS:-$(nproc)} reps=${REPS:-2}
-np=${NPROMPT:-512} ng=${NGEN:-128} par=${PARALLEL:-4}
+np=${NPROMPT:-512} np2=${NPROMPT2-2048} ng=${NGEN:-128} par=${PARALLEL:-4}
 py() { python3 -c "$1" "${@:2}"; }
 smi() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
 # measured CMD...: runs CMD (stdout to $T/out, stderr to $T/err) sampling the GPU's memory; peak MiB in $T/peak
@@ -54,15 +57,28 @@ parallel_rows() {
 }
 sbench() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p "$np" -n "$ng" -r "$reps" --threads "$threads" \
              --cpu-threads "$threads" --decode-tokens random --json "$@"; }
-lbench() { measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-bench" -m "$model" -ngl 99 -ncmoe "$1" -fa 1 -p "$np" -n "$ng" \
-             -r "$reps" -t "$threads" -o json; }
+# lbench N: llama-bench's prefill rows at depth 0, then its decode row at Strata's decode depth;
+# the two JSON arrays joined in $T/out, the larger peak in $T/peak
+lbench() {
+  local lb=(env LD_LIBRARY_PATH="$lbin" "$lbin/llama-bench" -m "$model" -ngl 99 -ncmoe "$1" -fa 1 -r "$reps" -t "$threads" -o json)
+  measured "${lb[@]}" -p "$np${np2:+,$np2}" -n 0 || return 1
+  cp "$T/out" "$T/lp.json"; cp "$T/peak" "$T/lpeak"
+  measured "${lb[@]}" -p 0 -n "$ng" -d "$np" || return 1
+  py 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])) + json.load(open(sys.argv[2]))))' "$T/lp.json" "$T/out" >"$T/lj"
+  mv "$T/lj" "$T/out"; sort -n "$T/lpeak" "$T/peak" | tail -1 >"$T/pk"; mv "$T/pk" "$T/peak"
+}
+# prefill2 ARGS...: Strata's prefill of NPROMPT2 tokens (-n 0, one repetition); tok/s or -
+prefill2() {
+  [ -n "$np2" ] && measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p "$np2" -n 0 -r 1 --threads "$threads" \
+    --cpu-threads "$threads" --json "$@" && py 'import json,sys; print("%.1f" % json.load(open(sys.argv[1]))["prefill_tok_s"])' "$T/out" || echo -
+}
 {
   echo "# Expert offload vs llama.cpp llama-bench -ncmoe ($(date -u '+%Y-%m-%d %H:%M UTC'))"
   echo
   echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); idle memory used ${idle} MiB"
   echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads on both sides"
   echo "- model: $(basename "$model") ($(du -h "$model" | cut -f1)); commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null)"
-  echo "- prefill $np tokens, decode $ng random tokens, $reps repetitions; peak = nvidia-smi maximum during the run"
+  echo "- prefill $np${np2:+ and $np2} tokens at depth 0; decode $ng random tokens at depth $np on both sides (llama-bench -d $np); $reps repetitions; peak = nvidia-smi maximum during the run"
   echo
 } >>"$out"
 for b in $budgets; do
@@ -81,12 +97,14 @@ print(max(0,min(p["moe_layers"],p["moe_layers"]-int(room//p["expert_bytes_per_la
     n=$((n + 1))
   done
   sbench --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
+  p2d=$(prefill2 --vram-budget "$b"); p2s=$(prefill2 --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace)
   py '
 import json,sys
 s=json.load(open(sys.argv[1])); st=json.load(open(sys.argv[2])) if sys.argv[3]!="-" else None
 l=json.load(open(sys.argv[4]))
-lp=[x["avg_ts"] for x in l if x["n_prompt"]>0][0]; lg=[x["avg_ts"] for x in l if x["n_gen"]>0][0]
-b,n,sp,stp,lpk=sys.argv[5:10]
+np=int(sys.argv[10]); lp=[x["avg_ts"] for x in l if x["n_prompt"]==np and x["n_gen"]==0][0]
+lg=[x["avg_ts"] for x in l if x["n_gen"]>0][0]; lp2=[x["avg_ts"] for x in l if x["n_prompt"]>np and x["n_gen"]==0]
+b,n,sp,stp,lpk=sys.argv[5:10]; p2d,p2s=sys.argv[11:13]
 r=s["decode_routing"]; e=s["experts"]
 print("## budget %s (llama.cpp -ncmoe %s)\n" % (b,n))
 print("| run | peak VRAM MiB | prefill tok/s | decode tok/s | decode vs llama.cpp | hit rate | streamed experts | CPU ms/token |")
@@ -99,12 +117,17 @@ row("Strata --vram-budget %s" % b, s, sp)
 if st: row("Strata --vram-budget %s --n-cpu-moe %s" % (b,n), st, stp)
 print("| llama.cpp -ngl 99 -ncmoe %s | %s | %.1f | %.2f | 1.00x | - | - | - |" % (n,lpk,lp,lg))
 print()
-print("Prefill ratio (Strata default / llama.cpp): %.2fx. Strata slots %d of %d, policy %s." % (s["prefill_tok_s"]/lp, e["slots"], e["experts_total"], e["policy"]))
+def rat(a,b): return "%.2fx" % (float(a)/b) if a!="-" else "-"
+print("Prefill %d (depth 0): Strata default %.1f (%s), static %s (%s), llama.cpp %.1f." % (np,s["prefill_tok_s"],rat(s["prefill_tok_s"],lp),
+      "%.1f" % st["prefill_tok_s"] if st else "-", rat(st["prefill_tok_s"],lp) if st else "-", lp))
+if lp2: print("Prefill %s (depth 0): Strata default %s (%s), static %s (%s), llama.cpp %.1f." % (sys.argv[13],p2d,rat(p2d,lp2[0]),p2s,rat(p2s,lp2[0]),lp2[0]))
+print()
+print("Strata slots %d of %d, policy %s." % (e["slots"], e["experts_total"], e["policy"]))
 print("Decode routing (Strata default run): %d tokens, %d of %d pairs used, top half %.1f%% of uses, adjacent overlap %.1f%% (uniform %.1f%%); same lookups: static split would hit %.3f, best fixed set %.3f, Belady %.3f; reuse histogram %s\n" % (
   r["tokens"],r["pairs_used"],r["pairs_total"],100*r["top_half_share"],100*r["adjacent_overlap"],100*r["uniform_overlap"],
   r["static_layers_hit_rate"],r["static_best_hit_rate"],r["belady_hit_rate"],json.dumps(r["reuse"])))
-' "$T/s.json" "$T/st.json" "$stpeak" "$T/l.json" "$b" "$n" "$speak" "$stpeak" "$lpeak" >>"$out"
-  tail -12 "$out"
+' "$T/s.json" "$T/st.json" "$stpeak" "$T/l.json" "$b" "$n" "$speak" "$stpeak" "$lpeak" "$np" "$p2d" "$p2s" "${np2:-0}" >>"$out"
+  tail -14 "$out"
   [ "$par" -gt 1 ] && parallel_rows "$b" "$n"
 done
 echo "offload_vs_llama: wrote $out"
