@@ -123,6 +123,12 @@ print("Prefill %d (depth 0): Strata default %.1f (%s), static %s (%s), llama.cpp
 if lp2: print("Prefill %s (depth 0): Strata default %s (%s), static %s (%s), llama.cpp %.1f." % (sys.argv[13],p2d,rat(p2d,lp2[0]),p2s,rat(p2s,lp2[0]),lp2[0]))
 print()
 print("Strata slots %d of %d, policy %s." % (e["slots"], e["experts_total"], e["policy"]))
+def pipes(name,d):
+    x=d["experts"]
+    print("Pipes (%s, prefill and decode together): %.2f GiB of the file pinned, %d staging slots, upload per expert %.3f ms, %d experts staged for %d rows, CPU %.2f ms/token over %d rows, router sync %.3f ms/token." % (
+      name,x["pinned_bytes"]/2**30,x["stage_slots"],x["upload_ms_per_expert"],x["staged_experts"],x["staged_assignments"],x["cpu_ms_per_token"],x["cpu_assignments"],x["route_sync_ms_per_token"]))
+pipes("default",s)
+if st: pipes("static",st)
 print("Decode routing (Strata default run): %d tokens, %d of %d pairs used, top half %.1f%% of uses, adjacent overlap %.1f%% (uniform %.1f%%); same lookups: static split would hit %.3f, best fixed set %.3f, Belady %.3f; reuse histogram %s\n" % (
   r["tokens"],r["pairs_used"],r["pairs_total"],100*r["top_half_share"],100*r["adjacent_overlap"],100*r["uniform_overlap"],
   r["static_layers_hit_rate"],r["static_best_hit_rate"],r["belady_hit_rate"],json.dumps(r["reuse"])))
