@@ -5,7 +5,8 @@
  * uses, adjacent tokens sharing few experts; the statistics are checked here) the default policy
  * must not be slower than the static split of whole layers, and admitting every miss (lru) must
  * be (so the check can fail); on skewed routing the cache must beat the static split. Also the
- * split of misses between the pipes and the whole-layer profile. */
+ * split of misses between the pipes and the whole-layer profile. Steps of 1 and of 4 tokens (four
+ * sequences decoded together). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,9 @@ static void draw(const double *w, int32_t *out) {
 
 /* Balanced: per layer, log-normal popularity (sigma) and independent tokens. Skewed: a hot set of
  * 12 experts per layer takes 90% of the weight, and a token repeats its predecessor's routing
- * half of the time (greedy decoding of a random model). */
-static void make_trace(trace_buf *t, int skewed) {
+ * half of the time (greedy decoding of a random model). Steps of T tokens (T sequences decoded
+ * together): a step's accesses are grouped by layer, as the model routes them. */
+static void make_trace(trace_buf *t, int skewed, int T) {
     static double w[L][X];
     static int32_t prev[L][K];
     for (int l = 0; l < L; l++)
@@ -70,19 +72,20 @@ static void make_trace(trace_buf *t, int skewed) {
             w[l][e] = skewed ? (e < 12 ? 75.0 : 1.0) : exp(0.45 * g);
         }
     t->n = 0;
-    for (int s = 0; s < STEPS; s++)
-        for (int l = 0; l < L; l++) {
-            int32_t ids[K];
-            if (skewed && s > 0 && rndf() < 0.5) memcpy(ids, prev[l], sizeof ids);
-            else draw(w[l], ids);
-            memcpy(prev[l], ids, sizeof ids);
-            for (int j = 0; j < K; j++) {
-                t->layer[t->n] = l;
-                t->expert[t->n] = ids[j];
-                t->step[t->n] = s;
-                t->n++;
+    for (int s = 0; s < STEPS / T; s++)
+        for (int l = 0; l < L; l++)
+            for (int q = 0; q < T; q++) {
+                int32_t ids[K];
+                if (skewed && s > 0 && rndf() < 0.5) memcpy(ids, prev[l], sizeof ids);
+                else draw(w[l], ids);
+                memcpy(prev[l], ids, sizeof ids);
+                for (int j = 0; j < K; j++) {
+                    t->layer[t->n] = l;
+                    t->expert[t->n] = ids[j];
+                    t->step[t->n] = s;
+                    t->n++;
+                }
             }
-        }
 }
 
 static void check_stats(const trace_buf *t, int skewed) {
@@ -127,18 +130,18 @@ static double model(const trace_buf *t, int64_t slots, int pol, int both, st_exp
     return out->s_per_step;
 }
 
-static void case_policies(int skewed, int64_t slots) {
+static void case_policies(int skewed, int64_t slots, int T) {
     static trace_buf t;
-    make_trace(&t, skewed);
+    make_trace(&t, skewed, T);
     check_stats(&t, skewed);
     st_expert_time ts, tsb, td, tl;
     const double stat = model(&t, slots, ST_EXPERT_PROFILE, 0, &ts);
     const double stat2 = model(&t, slots, ST_EXPERT_PROFILE, 1, &tsb);
     const double def = model(&t, slots, ST_EXPERT_LFRU, 1, &td);
     const double lru = model(&t, slots, ST_EXPERT_LRU, 1, &tl);
-    printf("  %lld slots: static split %.2f ms/token (hit %.3f); static + both pipes %.2f (%.1f streamed/token); "
+    printf("  %lld slots, %d token(s) per step: static split %.2f ms/step (hit %.3f); static + both pipes %.2f (%.1f streamed/token); "
            "default lfru %.2f (hit %.3f, %.2f admissions/token); lru %.2f (hit %.3f, %.1f admissions/token)\n",
-           (long long)slots, stat * 1e3, st_expert_stats_hit_rate(&ts.stats), stat2 * 1e3,
+           (long long)slots, T, stat * 1e3, st_expert_stats_hit_rate(&ts.stats), stat2 * 1e3,
            (double)tsb.streamed / STEPS, def * 1e3, st_expert_stats_hit_rate(&td.stats),
            (double)td.admissions / STEPS, lru * 1e3, st_expert_stats_hit_rate(&tl.stats),
            (double)tl.admissions / STEPS);
@@ -189,9 +192,12 @@ static void case_layers_profile(void) {
 int main(void) {
     case_split();
     case_layers_profile();
-    case_policies(0, 2458); /* 40% of the experts: the 8 GiB case */
-    case_policies(0, 800);  /* 13%: the 4 GiB case */
-    case_policies(1, 800);
+    case_policies(0, 2458, 1); /* 40% of the experts: the 8 GiB case */
+    case_policies(0, 800, 1);  /* 13%: the 4 GiB case */
+    case_policies(1, 800, 1);
+    case_policies(0, 2458, 4); /* four sequences decoded together */
+    case_policies(0, 800, 4);
+    case_policies(1, 800, 4);
     if (g_fail) fprintf(stderr, "offload_policy: %d failure(s)\n", g_fail);
     else printf("offload_policy: ok\n");
     return g_fail ? 1 : 0;
