@@ -14,7 +14,9 @@
 # -n 0`) and Strata's are at depth 0. Prefill of NPROMPT2 tokens is a separate Strata run (-n 0).
 # Usage: bench/offload_vs_llama.sh MODEL.gguf LLAMA_BIN_DIR OUT.md
 # Environment: STRATA (default build/bin/strata), BACKEND (cuda), BUDGETS ("4GiB 8GiB"), THREADS (cores), REPS (2),
-#   NPROMPT (512), NPROMPT2 (2048; empty = none), NGEN (128), PARALLEL (4; 1 = no batched rows)
+#   NPROMPT (512), NPROMPT2 (2048; empty = none), NGEN (128), PARALLEL (4; 1 = no batched rows),
+#   DIAG (1: two more static-split rows, one with the resident-layer fast path off (routing traced),
+#   one with the CPU module's repacking off (STRATA_CPU_REPACK=0), to place a difference between them)
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 model=$1 lbin=$2 out=$3
@@ -43,14 +45,15 @@ parallel_rows() {
   local b=$1 n=$2 sd=- ss=- lt=-
   sbench1() { measured "$strata" bench -m "$model" --backend "${BACKEND:-cuda}" -p 128 -n 64 -r 1 --parallel "$par" \
                --threads "$threads" --cpu-threads "$threads" --json --vram-budget "$b" "$@"; }
-  sbench1 && sd=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+  local fmt='import json,sys; d=json.load(open(sys.argv[1])); x=d["experts_decode"]; print("%.2f (hit %.3f, CPU %.2f ms/step)" % (d["decode_tok_s"],x["hit_rate"],x["cpu_ms_per_token"]))'
+  sbench1 && sd=$(py "$fmt" "$T/out")
   sbench1 --n-cpu-moe "$n" --no-routing-trace &&
-    ss=$(py 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["decode_tok_s"])' "$T/out")
+    ss=$(py "$fmt" "$T/out")
   measured env LD_LIBRARY_PATH="$lbin" "$lbin/llama-batched-bench" -m "$model" -ngl 99 -ncmoe "$n" -fa on \
     -c $((par * 256)) -npp 128 -ntg 64 -npl "$par" -t "$threads" --output-format jsonl &&
     lt=$(grep '^{' "$T/out" | tail -n 1 | py 'import json,sys; print("%.2f" % json.loads(sys.stdin.read())["speed_tg"])')
   {
-    echo "Decode of $par sequences (prompt 128, 64 tokens each; aggregate tok/s): Strata default $sd, Strata --n-cpu-moe $n $ss, llama-batched-bench -ncmoe $n $lt$( [ "$lt" != - ] && [ "$ss" != - ] && py 'import sys; print(" (static %.2fx)" % (float(sys.argv[1]) / float(sys.argv[2])))' "$ss" "$lt")."
+    echo "Decode of $par sequences (prompt 128, 64 tokens each; aggregate tok/s): Strata default $sd, Strata --n-cpu-moe $n $ss, llama-batched-bench -ncmoe $n $lt$( [ "$lt" != - ] && [ "$ss" != - ] && [ "$sd" != - ] && py 'import sys; print(" (default %.2fx, static %.2fx)" % (float(sys.argv[1].split()[0]) / float(sys.argv[3]), float(sys.argv[2].split()[0]) / float(sys.argv[3])))' "$sd" "$ss" "$lt")."
     echo
   } >>"$out"
   tail -n 2 "$out"
@@ -66,6 +69,14 @@ lbench() {
   measured "${lb[@]}" -p 0 -n "$ng" -d "$np" || return 1
   py 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])) + json.load(open(sys.argv[2]))))' "$T/lp.json" "$T/out" >"$T/lj"
   mv "$T/lj" "$T/out"; sort -n "$T/lpeak" "$T/peak" | tail -1 >"$T/pk"; mv "$T/pk" "$T/peak"
+}
+# diag_rows B N: the static split's decode with the fast path off, and with repacking off
+diag_rows() {
+  local f='import json,sys; d=json.load(open(sys.argv[1])); x=d["experts_decode"]; print("%.2f tok/s, CPU %.2f ms/token, hit %.3f" % (d["decode_tok_s"],x["cpu_ms_per_token"],x["hit_rate"]))'
+  local a=- r=-
+  sbench --vram-budget "$1" --n-cpu-moe "$2" && a=$(py "$f" "$T/out")
+  STRATA_CPU_REPACK=0 sbench --vram-budget "$1" --n-cpu-moe "$2" --no-routing-trace && r=$(py "$f" "$T/out")
+  printf 'Static split, diagnosis: fast path off (routing traced) %s; CPU repacking off %s.\n\n' "$a" "$r" >>"$out"
 }
 # prefill2 ARGS...: Strata's prefill of NPROMPT2 tokens (-n 0, one repetition); tok/s or -
 prefill2() {
@@ -98,6 +109,7 @@ print(max(0,min(p["moe_layers"],p["moe_layers"]-int(room//p["expert_bytes_per_la
   done
   sbench --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace && cp "$T/out" "$T/st.json" && stpeak=$(cat "$T/peak") || stpeak=-
   p2d=$(prefill2 --vram-budget "$b"); p2s=$(prefill2 --vram-budget "$b" --n-cpu-moe "$n" --no-routing-trace)
+  [ "${DIAG:-0}" = 1 ] && diag_rows "$b" "$n"
   py '
 import json,sys
 s=json.load(open(sys.argv[1])); st=json.load(open(sys.argv[2])) if sys.argv[3]!="-" else None
