@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
@@ -242,11 +243,12 @@ int st_cli_open_device(const char *cmd, st_cli_session *s, const st_cli_model_op
     if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
     if (o->no_in_place) mp->no_in_place = 1;
     if (choose(cmd, s, o)) goto fail;
-    if (s->api->device_open(s->index, &s->dev) != ST_OK) {
-        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, s->api->last_error());
-        s->dev = NULL;
+    st_dev door;
+    if (st_dev_open(&door, s->api, s->index) != ST_OK) {
+        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, st_dev_error());
         goto fail;
     }
+    s->dev = door.handle;
     return 0;
 fail:
     st_cli_close(s);
@@ -269,7 +271,13 @@ int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, 
 
 void st_cli_close(st_cli_session *s) {
     st_model_free(s->m);
-    if (s->dev) s->api->device_close(s->dev);
+    if (s->dev) { /* opened through the door by st_cli_open_device */
+        st_dev door;
+        st_dev_wrap(&door, s->api, s->dev, s->index, 0);
+        door.owned = 1;
+        st_dev_close(&door);
+    }
+    st_dev_profile_report(stderr);
     if (s->reg) st_backend_registry_close(s->reg);
     st_tokenizer_free(s->tok);
     st_model_desc_free(s->d);

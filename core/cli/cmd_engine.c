@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/engine_offload.h"
@@ -116,8 +117,7 @@ static void emit(void *user, const st_engine_event *ev) {
 }
 
 typedef struct {
-    const st_backend_api *api;
-    st_device *dev;
+    st_dev door;
     char name[128];
 } dev_info;
 
@@ -127,8 +127,8 @@ typedef struct {
 static void describe_devices(void *user, int fd) {
     dev_info *d = user;
     uint64_t fr = 0, tot = 0;
-    int have = d->api && d->dev && d->api->mem_info && d->api->mem_info(d->dev, &fr, &tot) == ST_OK;
-    dprintf(fd, "  %s (module %s)", d->name, d->api ? d->api->name : "?");
+    int have = d->door.api && d->door.handle && st_dev_mem_info(&d->door, &fr, &tot) == ST_OK;
+    dprintf(fd, "  %s (%s, module %s)", d->name, d->door.api ? d->door.name : "?", d->door.api ? d->door.api->name : "?");
     if (have) dprintf(fd, ": %.1f MiB free of %.1f MiB", (double)fr / 1048576.0, (double)tot / 1048576.0);
     dprintf(fd, "\n");
 }
@@ -194,7 +194,7 @@ static void engine_release(engine_run *er) {
     st_gvocab_free(er->gv);
     st_model_free(er->m);
     if (er->planned) st_offload_release(&g_off);
-    if (er->di.dev) er->di.api->device_close(er->di.dev);
+    st_dev_close(&er->di.door);
     st_tokenizer_free(er->tok);
     st_model_desc_free(er->desc);
     st_gguf_close(er->g);
@@ -217,7 +217,6 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
         elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
         return ST_ENGINE_EXIT_START;
     }
-    er->di.api = er->pick->module->api;
     snprintf(er->di.name, sizeof er->di.name, "%s", er->pick->props->name);
     er->g = st_gguf_open(er->model, err, sizeof err);
     er->desc = er->g ? st_arch_describe(er->g, err, sizeof err) : NULL;
@@ -228,9 +227,8 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
         elog("%s", err);
         return ST_ENGINE_EXIT_START;
     }
-    if (er->di.api->device_open(er->pick->index, &er->di.dev) != ST_OK) {
-        er->di.dev = NULL;
-        elog("cannot open %s: %s", er->di.name, er->di.api->last_error());
+    if (st_dev_open(&er->di.door, er->pick->module->api, er->pick->index) != ST_OK) {
+        elog("cannot open %s: %s", er->di.name, st_dev_error());
         return 1; /* a device may be busy for a while: not a start-up failure that must repeat */
     }
     st_model_params mp;
@@ -240,12 +238,12 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
     mp.n_out_max = er->parallel > 1 ? er->parallel : 1;
     mp.kv_type = (uint32_t)kt;
     /* the memory plan before the first allocation: its table goes to the log */
-    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.dev, &mp, stderr, &g_off, err, sizeof err)) {
+    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.door.handle, &mp, stderr, &g_off, err, sizeof err)) {
         elog("%s", err);
         return ST_ENGINE_EXIT_START;
     }
     er->planned = 1;
-    er->m = st_offload_load(&g_off, er->desc, er->di.api, er->di.dev, er->pick->index, &mp, stderr, err, sizeof err);
+    er->m = st_offload_load(&g_off, er->desc, er->di.door.api, er->di.door.handle, er->pick->index, &mp, stderr, err, sizeof err);
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; er->m && t < (int32_t)st_tokenizer_vocab_size(er->tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(er->tok, t)) eog[n_eog++] = t;

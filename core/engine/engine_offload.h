@@ -15,6 +15,7 @@
 
 #include "arch/arch.h"
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "experts/expert_profile.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -51,6 +52,7 @@ typedef struct st_offload {
     const st_backend_api *cpu_api;/* the module computing misses, or NULL */
     st_device *cpu_dev;
     uint32_t cpu_index;
+    st_dev cpu;                   /* its door (opened here, closed by st_offload_release) */
     int64_t expert_slots;         /* what the model was given (-1 = every expert resident) */
     char device[96];              /* the plan's device name */
     /* the plan's blocks on the device (one allocation per allocated consumer) and the device's

@@ -11,73 +11,13 @@
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
-/* Opt-in profile (STRATA_PROFILE=1, with STRATA_GRAPHS=0 on devices that capture graphs): each
- * op is synchronized and timed, and the totals by op and role are printed at exit. It slows
- * everything down (one sync per op); it says where the time goes, not how fast things are. */
-#define ST_PROF_MAX 64
-typedef struct {
-    const char *op, *what;
-    double s;
-    uint64_t n;
-} prof_entry;
-static prof_entry g_prof[ST_PROF_MAX];
-static int g_prof_n, g_prof_on = -1;
-
-static int prof_cmp(const void *a, const void *b) {
-    double x = ((const prof_entry *)a)->s, y = ((const prof_entry *)b)->s;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static void prof_report(void) {
-    double tot = 0;
-    for (int i = 0; i < g_prof_n; i++) tot += g_prof[i].s;
-    qsort(g_prof, (size_t)g_prof_n, sizeof g_prof[0], prof_cmp);
-    fprintf(stderr, "op profile (synchronized per op): %.3f s in all\n", tot);
-    for (int i = 0; i < g_prof_n; i++)
-        fprintf(stderr, "  %-12s %-20s %9.3f ms %5.1f%% %8llu calls %8.1f us/call\n", g_prof[i].op, g_prof[i].what,
-                g_prof[i].s * 1e3, tot > 0 ? 100 * g_prof[i].s / tot : 0, (unsigned long long)g_prof[i].n,
-                g_prof[i].s * 1e6 / (double)(g_prof[i].n ? g_prof[i].n : 1));
-}
-
-static int prof_on(void) {
-    if (g_prof_on < 0) {
-        const char *e = getenv("STRATA_PROFILE");
-        g_prof_on = e && *e && strcmp(e, "0");
-        if (g_prof_on) atexit(prof_report);
-    }
-    return g_prof_on;
-}
-
-static void prof_add(const char *op, const char *what, double s) {
-    int i = 0;
-    while (i < g_prof_n && (strcmp(g_prof[i].op, op) || strcmp(g_prof[i].what, what))) i++;
-    if (i == g_prof_n) {
-        if (g_prof_n == ST_PROF_MAX) return;
-        g_prof[g_prof_n].op = op;
-        g_prof[g_prof_n++].what = what;
-    }
-    g_prof[i].s += s;
-    g_prof[i].n++;
-}
-
-/* Calls an op and turns a failure into "layer L: OP: backend text". */
-#define RUN(opfield, args, what)                                                               \
+/* Calls op `slot` through the device door (which checks, names, profiles and injects faults)
+ * and turns a failure into "layer L: what: OP on DEV failed: backend text". */
+#define RUN(slot, args, what)                                                                  \
     do {                                                                                       \
         (args).size = sizeof(args);                                                            \
-        int prof_ = prof_on();                                                                 \
-        uint64_t t0_ = 0;                                                                      \
-        if (prof_) {                                                                           \
-            m->api->stream_sync(m->stream);                                                    \
-            t0_ = st_now_ns();                                                                 \
-        }                                                                                      \
-        st_status s_ = m->ops->opfield(m->stream, &(args));                                    \
-        if (prof_ && s_ == ST_OK) {                                                            \
-            s_ = m->api->stream_sync(m->stream);                                               \
-            prof_add(#opfield, what, (double)(st_now_ns() - t0_) / 1e9);                       \
-        }                                                                                      \
-        if (s_ != ST_OK) {                                                                     \
-            snprintf(err, errlen, "%s%s: %s failed: %s", layer_txt, what, #opfield,            \
-                     m->api->last_error());                                                    \
+        if (st_dev_##slot(&m->dev, m->stream, &(args), what) != ST_OK) {                       \
+            snprintf(err, errlen, "%s%s", layer_txt, st_dev_error());                          \
             return -1;                                                                         \
         }                                                                                      \
     } while (0)
@@ -165,10 +105,10 @@ static int ffn_dense(st_model *m, const st_layer_w *L, int gate, float *in, floa
 
 static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errlen) {
     const int64_t A = n * m->hp.n_expert_used;
-    st_status s = m->api->copy_d2h(m->stream, m->rids_host, m->w.rids, (uint64_t)A * sizeof(int32_t));
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, m->rids_host, m->w.rids, (uint64_t)A * sizeof(int32_t));
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "layer %d: reading router choices: %s", il, m->api->last_error());
+        snprintf(err, errlen, "layer %d: reading router choices: %s", il, st_dev_error());
         return -1;
     }
     st_model_note_routing(m, il, m->rids_host, n);
@@ -627,8 +567,8 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     const int64_t N = m->p.n_batch;
     /* the previous forward's uploads borrowed inp_host and the KV table rows: on an
      * asynchronous stream they may still be in flight */
-    if (m->api->stream_sync(m->stream) != ST_OK) {
-        snprintf(err, errlen, "before the batch: %s", m->api->last_error());
+    if (st_dev_sync(&m->dev, m->stream) != ST_OK) {
+        snprintf(err, errlen, "before the batch: %s", st_dev_error());
         return -1;
     }
     int32_t *h = m->w.inp_host;
@@ -682,10 +622,10 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     }
     *n_out = no;
     /* pad unused rows so every device array is defined */
-    st_status s = m->api->copy_h2d(m->stream, m->w.inp, h, (uint64_t)(5 * N + m->p.n_out_max) * sizeof(int32_t));
+    st_status s = st_dev_h2d(&m->dev, m->stream, m->w.inp, h, (uint64_t)(5 * N + m->p.n_out_max) * sizeof(int32_t));
     if (s == ST_OK) s = st_kv_sync(m->kv, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading the batch: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading the batch: %s", st_dev_error());
         return -1;
     }
     return 0;
@@ -753,10 +693,10 @@ int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
 
 int st_model_logits(st_model *m, float *dst, char *err, size_t errlen) {
     uint64_t bytes = (uint64_t)m->n_out * (uint64_t)m->hp.n_vocab * sizeof(float);
-    st_status s = m->api->copy_d2h(m->stream, dst, m->w.logits, bytes);
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, dst, m->w.logits, bytes);
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "reading logits: %s", m->api->last_error());
+        snprintf(err, errlen, "reading logits: %s", st_dev_error());
         return -1;
     }
     return 0;
@@ -777,18 +717,18 @@ static int topk_common(st_model *m, int32_t k, int32_t *ids, float *vals, char *
     a.ids = m->w.oid;
     a.values = vals ? m->w.oval : NULL;
     if (argmax) {
-        if (!m->ops->argmax) goto host;
+        if (!st_dev_has_op(&m->dev, ST_OP_ARGMAX)) goto host;
         RUN(argmax, a, "logits");
     } else {
-        if (!m->ops->topk) goto host;
+        if (!st_dev_has_op(&m->dev, ST_OP_TOPK)) goto host;
         RUN(topk, a, "logits");
     }
     uint64_t nb = (uint64_t)m->n_out * (uint64_t)k * sizeof(int32_t);
-    st_status s = m->api->copy_d2h(m->stream, ids, m->w.oid, nb);
-    if (s == ST_OK && vals) s = m->api->copy_d2h(m->stream, vals, m->w.oval, nb);
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, ids, m->w.oid, nb);
+    if (s == ST_OK && vals) s = st_dev_d2h(&m->dev, m->stream, vals, m->w.oval, nb);
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "reading top-k: %s", m->api->last_error());
+        snprintf(err, errlen, "reading top-k: %s", st_dev_error());
         return -1;
     }
     return 0;

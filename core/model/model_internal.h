@@ -3,6 +3,7 @@
 #ifndef STRATA_MODEL_INTERNAL_H
 #define STRATA_MODEL_INTERNAL_H
 
+#include "backend/dev.h"
 #include "model/model.h"
 
 /* Device tensors of one layer, by role (data == NULL when absent). */
@@ -71,12 +72,8 @@ struct st_model {
     const st_model_desc *desc;
     st_hparams hp;
     st_model_params p;
-    const st_backend_api *api;
-    const st_backend_ops *ops;
-    st_device *dev;
-    uint32_t dev_index;
+    st_dev dev;              /* the one door to the device (its props read at load) */
     st_stream *stream;
-    st_device_props props;
     int in_place;
     uint64_t bytes_uploaded;
     /* weights */

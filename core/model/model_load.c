@@ -60,10 +60,10 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
         m->cap_bufs = cap;
     }
     if (bytes == 0) bytes = 64;
-    st_status s = m->api->mem_alloc(m->dev, bytes, out);
+    st_status s = st_dev_alloc(&m->dev, bytes, out);
     if (s != ST_OK || !*out) {
         snprintf(err, errlen, "allocating %.2f MiB for %s on %s failed: %s", (double)bytes / 1048576.0,
-                 what, m->props.name, m->api->last_error());
+                 what, m->dev.props.name, st_dev_error());
         *out = NULL;
         return -1;
     }
@@ -72,27 +72,18 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
 }
 
 void st_model_consumer(st_model *m, const char *consumer) {
-    if (m->p.alloc_consumer) m->p.alloc_consumer(m->dev, consumer);
-}
-
-/* Is slot `op` of the ops table present (honouring the table's size)? */
-static int has_op(const st_backend_ops *ops, uint32_t op) {
-    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
-    if (ops->size < off + sizeof(void *)) return 0;
-    void *slot;
-    memcpy(&slot, (const char *)ops + off, sizeof slot);
-    return slot != NULL;
+    if (m->p.alloc_consumer) m->p.alloc_consumer(m->dev.handle, consumer);
 }
 
 static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
-    if (!has_op(m->ops, op)) {
-        snprintf(err, errlen, "backend '%s' (%s) has no %s op, needed for %s", m->api->name,
-                 m->props.name, st_op_name(op), what);
+    if (!st_dev_has_op(&m->dev, op)) {
+        snprintf(err, errlen, "backend '%s' (%s, ABI %u.%u) has no %s op, needed for %s", m->dev.api->name,
+                 m->dev.name, m->dev.api->abi_major, m->dev.api->abi_minor, st_op_name(op), what);
         return -1;
     }
-    if (!m->api->op_supported(m->dev_index, op, type)) {
-        snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->api->name,
-                 m->props.name, st_op_name(op), st_type_name(type), what);
+    if (!st_dev_supports(&m->dev, op, type)) {
+        snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->dev.api->name,
+                 m->dev.name, st_op_name(op), st_type_name(type), what);
         return -1;
     }
     return 0;
@@ -181,17 +172,15 @@ static int check_hybrid(const st_model *m, char *err, size_t errlen) {
 static void find_fused(st_model *m) {
     const char *e = getenv("STRATA_NO_FUSED");
     if (e && *e && strcmp(e, "0")) return;
-    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_ATTN_PREP) &&
-                    m->api->op_supported(m->dev_index, ST_OP_ATTN_PREP, m->p.kv_type);
-    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_MOE_GATE_UP) &&
-              has_op(m->ops, ST_OP_MOE_DOWN);
+    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && st_dev_supports(&m->dev, ST_OP_ATTN_PREP, m->p.kv_type);
+    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && st_dev_has_op(&m->dev, ST_OP_MOE_GATE_UP) &&
+              st_dev_has_op(&m->dev, ST_OP_MOE_DOWN);
     for (int l = 0; moe && l < m->hp.n_layer; l++) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;
         const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
         moe = g && u && dn && g->type == u->type && !st_model_layer_has_expert_scales(m, l) &&
-              m->api->op_supported(m->dev_index, ST_OP_MOE_GATE_UP, g->type) &&
-              m->api->op_supported(m->dev_index, ST_OP_MOE_DOWN, dn->type);
+              st_dev_supports(&m->dev, ST_OP_MOE_GATE_UP, g->type) && st_dev_supports(&m->dev, ST_OP_MOE_DOWN, dn->type);
     }
     m->fused_moe = moe;
 }
@@ -213,12 +202,12 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
         *out = st_model_view3(NULL, ST_TYPE_F32, g->ne[0], g->ne[1], g->ne[2]);
         st_status s = ST_OK;
         if (st_model_alloc(m, (uint64_t)n * 4, &out->data, g->name, err, errlen)) s = ST_OOM;
-        else if ((s = m->api->copy_h2d(m->stream, out->data, buf, (uint64_t)n * 4)) == ST_OK)
-            s = m->api->stream_sync(m->stream); /* buf is borrowed until the copy ends */
+        else if ((s = st_dev_h2d(&m->dev, m->stream, out->data, buf, (uint64_t)n * 4)) == ST_OK)
+            s = st_dev_sync(&m->dev, m->stream); /* buf is borrowed until the copy ends */
         free(buf);
         if (s != ST_OK) {
             if (s != ST_OOM)
-                snprintf(err, errlen, "uploading %s: %s", g->name, m->api->last_error());
+                snprintf(err, errlen, "uploading %s: %s", g->name, st_dev_error());
             return -1;
         }
         m->bytes_uploaded += (uint64_t)n * 4;
@@ -229,10 +218,10 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
         return 0;
     }
     if (st_model_alloc(m, g->nbytes, &out->data, g->name, err, errlen)) return -1;
-    st_status s = m->api->copy_h2d(m->stream, out->data, g->data, g->nbytes);
+    st_status s = st_dev_h2d(&m->dev, m->stream, out->data, g->data, g->nbytes);
     if (s != ST_OK) {
         snprintf(err, errlen, "uploading %s (%.1f MiB): %s", g->name, (double)g->nbytes / 1048576.0,
-                 m->api->last_error());
+                 st_dev_error());
         return -1;
     }
     m->bytes_uploaded += g->nbytes;
@@ -259,9 +248,9 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
     int64_t rows = 0;
     for (int i = 0; i < 3; i++) {
         L->t[roles[i]] = st_model_view3((char *)base + off, g[i]->type, g[i]->ne[0], g[i]->ne[1], 1);
-        st_status s = m->api->copy_h2d(m->stream, (char *)base + off, g[i]->data, g[i]->nbytes);
+        st_status s = st_dev_h2d(&m->dev, m->stream, (char *)base + off, g[i]->data, g[i]->nbytes);
         if (s != ST_OK) {
-            snprintf(err, errlen, "uploading %s: %s", g[i]->name, m->api->last_error());
+            snprintf(err, errlen, "uploading %s: %s", g[i]->name, st_dev_error());
             return -1;
         }
         m->bytes_uploaded += g[i]->nbytes;
@@ -280,10 +269,10 @@ static void prefault_in_place(const st_model *m) {
     const st_gguf *g = m->desc->gguf;
     uint64_t bytes = 0;
     for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) bytes += st_gguf_tensor_at(g, i)->nbytes;
-    if (m->props.mem_free && bytes > m->props.mem_free) {
+    if (m->dev.props.mem_free && bytes > m->dev.props.mem_free) {
         fprintf(stderr, "strata: note: the weights (%.1f GiB) exceed the host memory available (%.1f GiB); "
                 "their pages will be read from disk during steps\n", (double)bytes / 1073741824.0,
-                (double)m->props.mem_free / 1073741824.0);
+                (double)m->dev.props.mem_free / 1073741824.0);
         return;
     }
     for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) {
@@ -347,9 +336,9 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
         }
         split_gate_up(&m->layers[l]);
     }
-    st_status s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading weights: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading weights: %s", st_dev_error());
         return -1;
     }
     return 0;
@@ -374,17 +363,12 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
     if (m->p.n_out_max > m->p.n_batch) m->p.n_out_max = m->p.n_batch;
     if (m->p.topk_max <= 0) m->p.topk_max = 256;
     if (m->p.topk_max > m->hp.n_vocab) m->p.topk_max = m->hp.n_vocab;
-    m->api = api;
-    m->ops = api->ops;
-    m->dev = dev;
-    m->dev_index = dev_index;
-    m->props.size = sizeof m->props;
-    if (api->device_props(dev_index, &m->props) != ST_OK) {
-        snprintf(err, errlen, "backend '%s': device %u properties: %s", api->name, dev_index, api->last_error());
+    if (st_dev_wrap(&m->dev, api, dev, dev_index, 1) != ST_OK) {
+        snprintf(err, errlen, "backend '%s': device %u properties: %s", api->name, dev_index, st_dev_error());
         free(m);
         return NULL;
     }
-    m->in_place = (m->props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
+    m->in_place = (m->dev.props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
     m->hybrid = m->p.expert_slots >= 0 && m->hp.n_expert > 0;
     if (!m->hybrid) m->p.expert_slots = -1;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
@@ -399,8 +383,8 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         return NULL;
     }
     find_fused(m);
-    if (api->stream_create(dev, &m->stream) != ST_OK) {
-        snprintf(err, errlen, "creating a stream on %s: %s", m->props.name, api->last_error());
+    if (st_dev_stream_create(&m->dev, &m->stream) != ST_OK) {
+        snprintf(err, errlen, "creating a stream on %s: %s", m->dev.props.name, st_dev_error());
         free(m->layers);
         free(m);
         return NULL;
@@ -417,12 +401,12 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
 
 void st_model_free(st_model *m) {
     if (!m) return;
-    if (m->stream) m->api->stream_sync(m->stream);
+    if (m->stream) st_dev_sync(&m->dev, m->stream);
     st_model_graph_release(m);
     st_model_experts_free(m);
     st_kv_free(m->kv);
-    for (int32_t i = m->n_bufs - 1; i >= 0; i--) m->api->mem_free(m->dev, m->bufs[i]);
-    if (m->stream) m->api->stream_destroy(m->stream);
+    for (int32_t i = m->n_bufs - 1; i >= 0; i--) st_dev_free(&m->dev, m->bufs[i]);
+    if (m->stream) st_dev_stream_destroy(&m->dev, m->stream);
     free(m->bufs);
     free(m->layers);
     free(m->w.inp_host);
