@@ -387,7 +387,7 @@ static int fw_decode_step(bench_run *r, void *p) {
 
 static int fw_prompt(bench_run *r, void *p) {
     fw_arg *a = p;
-    st_kv_clear(st_model_kv(r->s.m));
+    st_model_kv_clear(r->s.m);
     return st_model_eval(r->s.m, 0, r->prompt, (int32_t)a->b->n_p, 0, 0, NULL, a->err, a->errlen);
 }
 
@@ -524,7 +524,7 @@ static int bench_measure(bench_run *r, const bench_opts *b, char *err, size_t er
     st_model_expert_stats_reset(m);
     st_model_expert_trace(m, !b->no_trace);
     for (long rep = 0; rep < b->reps; rep++) {
-        st_kv_clear(st_model_kv(m));
+        st_model_kv_clear(m);
         for (long q = 0; q < b->par; q++) r->tok[q] = r->prompt[r->np1 - 1];
         long at = 0;
         if (bench_prefill(r, b, &at, err, errlen)) return -1;

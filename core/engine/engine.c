@@ -262,7 +262,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         slot *s = &e->slots[si];
         int32_t reuse = lcp < q->r.n_prompt - 1 ? lcp : q->r.n_prompt - 1;
         if (reuse < 0) reuse = 0;
-        st_kv_seq_truncate(st_model_kv(e->m), si, reuse);
+        st_model_seq_truncate(e->m, si, reuse);
         s->n_cached = reuse;
         s->active = 1;
         s->cancel = 0;
@@ -370,7 +370,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         for (int32_t i = 0; i < e->cfg.n_slots; i++) {
             slot *s = &e->slots[i];
             if (!s->active) continue;
-            st_kv_seq_truncate(st_model_kv(e->m), i, 0);
+            st_model_seq_truncate(e->m, i, 0);
             s->n_cached = 0;
             emit_done(e, s, ST_FINISH_ERROR, ferr, emit, user);
         }

@@ -81,10 +81,46 @@ typedef struct st_model st_model;
  * allocation and the backend's error text). `desc` and its st_gguf must outlive the model. */
 st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
                         uint32_t dev_index, const st_model_params *p, char *err, size_t errlen);
+/* One device's share of a model split by layers. */
+typedef struct st_model_stage {
+    const st_backend_api *api; /* the module's table (or a plan-bound copy of it) */
+    st_device *dev;            /* opened by the caller, closed after st_model_free */
+    uint32_t index;            /* the device's index in its module */
+    int32_t n_layers;          /* contiguous layers here, after the previous stage's */
+} st_model_stage;
+
+/* Loads `desc` split by layers over stages[0..n): stage 0 holds the token embedding and the
+ * first n_layers layers, the last stage the output; each holds its layers' weights, KV cache
+ * and work buffers on its device. A forward runs the stages in order and moves the hidden
+ * state once per boundary (a peer copy within one memory domain, else through host memory);
+ * its tokens are those of a single-device run. Stages with no layers are skipped. Expert
+ * offload (expert_slots >= 0) needs a single stage for now. The result is used like any
+ * st_model; NULL with err naming the stage's device on failure. */
+st_model *st_model_load_split(const st_model_desc *desc, const st_model_stage *stages, int32_t n_stages,
+                              const st_model_params *p, char *err, size_t errlen);
+
+/* One stage of a loaded model, for reports. */
+typedef struct st_model_stage_info {
+    char device[32];           /* "sim1" */
+    char name[64];             /* the device's name */
+    int32_t layer_first, n_layers;
+    uint64_t bytes;            /* device bytes the stage allocated (weights, KV, work, logits) */
+    double busy_s;             /* seconds its steps took since load (0 when not split) */
+    uint64_t xfer_bytes;       /* hidden-state bytes it received from the previous stage */
+    int peer;                  /* receives by peer copy (else through host memory) */
+} st_model_stage_info;
+/* Stages of the model (1 when not split), and stage i's facts (0, or -1 out of range). */
+int32_t st_model_n_stages(const st_model *m);
+int st_model_stage_get(const st_model *m, int32_t i, st_model_stage_info *out);
+/* The KV caches of every stage: forget positions >= n_pos of `seq`, or everything. */
+void st_model_seq_truncate(st_model *m, int32_t seq, int32_t n_pos);
+void st_model_kv_clear(st_model *m);
+
 /* Releases everything the model allocated on the device and the handle. NULL is ok. */
 void st_model_free(st_model *m);
 
-/* The description, resolved parameters, KV cache (owned by the model) and device facts. */
+/* The description, resolved parameters, KV cache (owned by the model; the first stage's of a
+ * split model: change positions through st_model_seq_truncate) and device facts. */
 const st_model_desc *st_model_desc_of(const st_model *m);
 const st_model_params *st_model_params_of(const st_model *m);
 st_kv *st_model_kv(st_model *m);

@@ -62,7 +62,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
 
     st_kv_params kp;
     memset(&kp, 0, sizeof kp);
-    kp.n_layer = hp->n_layer;
+    kp.n_layer = m->l1 - m->l0; /* this stage's layers: the cache is indexed il - l0 */
     kp.n_head_kv = hp->n_head_kv;
     kp.head_dim = hp->head_dim;
     kp.type = m->p.kv_type;
@@ -130,6 +130,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         if (rc) return -1;
     }
     if (hp->n_lora_kv > 0 && mla_buffers(m, err, errlen)) return -1;
+    if (!m->last) return 0; /* the output's buffers live on the last stage */
     st_model_consumer(m, "logits");
     if (buf_f32(m, &w->sel, no * E, "output rows", err, errlen)) return -1;
     if (buf_f32(m, &w->logits, no * hp->n_vocab, "logits", err, errlen)) return -1;

@@ -68,6 +68,7 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
         return -1;
     }
     m->bufs[m->n_bufs++] = *out;
+    m->bytes_alloc += bytes;
     return 0;
 }
 
@@ -92,8 +93,8 @@ static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, ch
 static int check_ops(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     const st_hparams *hp = &m->hp;
-    if (need_op(m, ST_OP_GET_ROWS, d->token_embd->type, "token_embd", err, errlen)) return -1;
-    if (need_op(m, ST_OP_GET_ROWS, ST_TYPE_F32, "output rows", err, errlen)) return -1;
+    if (m->first && need_op(m, ST_OP_GET_ROWS, d->token_embd->type, "token_embd", err, errlen)) return -1;
+    if (m->last && need_op(m, ST_OP_GET_ROWS, ST_TYPE_F32, "output rows", err, errlen)) return -1;
     if (need_op(m, ST_OP_RMS_NORM, ST_TYPE_F32, "norms", err, errlen)) return -1;
     if (need_op(m, ST_OP_ROPE, ST_TYPE_F32, "rope", err, errlen)) return -1;
     if (need_op(m, ST_OP_KV_WRITE, m->p.kv_type, "the KV cache", err, errlen)) return -1;
@@ -104,8 +105,8 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
             return -1;
         if (need_op(m, ST_OP_SWIGLU_OAI, ST_TYPE_F32, "gpt-oss experts (clamped SwiGLU)", err, errlen)) return -1;
     }
-    if (need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
-    for (int l = 0; l < hp->n_layer; l++) {
+    if (m->last && need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
+    for (int l = m->l0; l < m->l1; l++) {
         const st_layer_desc *L = &d->layers[l];
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
             const st_gguf_tensor *t = L->t[r];
@@ -175,7 +176,7 @@ static void find_fused(st_model *m) {
     m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && st_dev_supports(&m->dev, ST_OP_ATTN_PREP, m->p.kv_type);
     int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && st_dev_has_op(&m->dev, ST_OP_MOE_GATE_UP) &&
               st_dev_has_op(&m->dev, ST_OP_MOE_DOWN);
-    for (int l = 0; moe && l < m->hp.n_layer; l++) {
+    for (int l = m->l0; moe && l < m->l1; l++) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;
         const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
@@ -315,11 +316,12 @@ static void split_gate_up(st_layer_w *L) {
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     if (m->in_place && !m->hybrid) prefault_in_place(m);
-    if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
-    if (place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
-    if (d->output == d->token_embd) m->output = m->tok_embd;
-    else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
-    for (int l = 0; l < m->hp.n_layer; l++) {
+    if (m->first && place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
+    if (m->last && place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
+    if (m->last && d->output == d->token_embd && m->first) m->output = m->tok_embd;
+    else if (m->last && place(m, d->output ? d->output : d->token_embd, ST_T_OUTPUT, &m->output, err, errlen))
+        return -1; /* tied to an embedding that lives on the first stage's device: a copy here */
+    for (int l = m->l0; l < m->l1; l++) {
         read_scales(m, l);
         const int merged = place_qkv(m, l, err, errlen);
         if (merged < 0) return -1;
@@ -346,11 +348,24 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
 
 st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
                         uint32_t dev_index, const st_model_params *pin, char *err, size_t errlen) {
+    st_model_stage one = {api, dev, dev_index, desc->hp.n_layer};
+    return st_model_load_split(desc, &one, 1, pin, err, errlen);
+}
+
+st_model *st_model_load_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                              const st_model_params *pin, char *err, size_t errlen) {
     st_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "out of host memory");
         return NULL;
     }
+    const st_backend_api *api = st->api;
+    st_device *dev = st->dev;
+    const uint32_t dev_index = st->index;
+    m->l0 = l0;
+    m->l1 = l0 + st->n_layers;
+    m->first = first;
+    m->last = last;
     m->desc = desc;
     m->hp = desc->hp;
     st_model_params_default(&m->p);
@@ -401,6 +416,8 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
 
 void st_model_free(st_model *m) {
     if (!m) return;
+    st_model_free(m->next);
+    st_model_split_free(m);
     if (m->stream) st_dev_sync(&m->dev, m->stream);
     st_model_graph_release(m);
     st_model_experts_free(m);
@@ -410,7 +427,7 @@ void st_model_free(st_model *m) {
     free(m->bufs);
     free(m->layers);
     free(m->w.inp_host);
-    free(m->expert_counts);
+    if (!m->counts_shared) free(m->expert_counts);
     free(m->rids_host);
     free(m->seq_len0);
     free(m->seq_len_run);
@@ -421,16 +438,24 @@ const st_model_desc *st_model_desc_of(const st_model *m) { return m->desc; }
 const st_model_params *st_model_params_of(const st_model *m) { return &m->p; }
 st_kv *st_model_kv(st_model *m) { return m->kv; }
 int st_model_weights_in_place(const st_model *m) { return m->in_place; }
-uint64_t st_model_weight_bytes_uploaded(const st_model *m) { return m->bytes_uploaded; }
+uint64_t st_model_weight_bytes_uploaded(const st_model *m) {
+    uint64_t b = 0;
+    for (; m; m = m->next) b += m->bytes_uploaded;
+    return b;
+}
 int32_t st_model_n_out(const st_model *m) { return m->n_out; }
 
 void st_model_count_experts(st_model *m, int on) {
-    m->counts_on = on && m->expert_counts != NULL;
-    m->count_experts = m->counts_on || m->route_stats;
+    for (; m; m = m->next) { /* every stage counts its layers into the head's table */
+        m->counts_on = on && m->expert_counts != NULL;
+        m->count_experts = m->counts_on || m->route_stats;
+    }
 }
 void st_model_route_stats(st_model *m, struct st_route_stats *s) {
-    m->route_stats = m->expert_counts ? s : NULL;
-    m->count_experts = m->counts_on || m->route_stats;
+    for (; m; m = m->next) {
+        m->route_stats = m->expert_counts ? s : NULL;
+        m->count_experts = m->counts_on || m->route_stats;
+    }
 }
 const uint64_t *st_model_expert_counts(const st_model *m) { return m->expert_counts; }
 void st_model_expert_counts_reset(st_model *m) {

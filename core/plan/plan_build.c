@@ -38,8 +38,7 @@ const st_plan_consumer *st_plan_find(const st_plan *p, int32_t d, const char *na
     return NULL;
 }
 
-static void note(st_plan *p, st_plan_level lv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(st_plan *p, st_plan_level lv, const char *fmt, ...) {
+void st_plan_note_add(st_plan *p, st_plan_level lv, const char *fmt, ...) {
     if (p->n_notes >= ST_PLAN_MAX_NOTES) return;
     st_plan_note *n = &p->notes[p->n_notes++];
     n->level = lv;
@@ -109,7 +108,11 @@ static void fit_split(st_plan *p, const st_model_desc *desc, const st_plan_reque
     }
     if (sum_max < L || sum_room <= 0) return;
     int32_t n[ST_PLAN_MAX_DEVICES], given = 0;
-    for (int32_t i = 0; i < D; i++) {
+    int speed = 1;
+    for (int32_t i = 0; i < D; i++) speed &= p->dev[i].in.bw_gbs > 0;
+    p->split_speed = speed && st_plan_split_fastest(p, desc, maxl, room, n) == 0;
+    if (p->split_speed) given = L;
+    for (int32_t i = 0; i < D && !p->split_speed; i++) {
         n[i] = (int32_t)((double)L * (double)room[i] / sum_room);
         if (n[i] > maxl[i]) n[i] = (int32_t)maxl[i];
         given += n[i];
@@ -277,13 +280,13 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
         const uint64_t all = st_plan_expert_resident_bytes(desc, d->layer_first, d->n_layers);
         if (n == d->expert_slots_max && all > left) n--;
         if (r->expert_cache > 0 && n < want)
-            note(p, ST_PLAN_WARNING,
+            st_plan_note_add(p, ST_PLAN_WARNING,
                  "%s: expert cache shrunk from %lld to %lld slots (%.1f MiB left after the other consumers); "
                  "--expert-cache %lld, a shorter --ctx, fewer --parallel or a larger --vram-budget avoids this",
                  d->in.name, (long long)want, (long long)n, MIB(left), (long long)n);
         d->expert_slots = n;
         if (n == 0 && r->expert_cache != 0) {
-            note(p, ST_PLAN_WARNING,
+            st_plan_note_add(p, ST_PLAN_WARNING,
                  "%s: no room for any expert slot (%.1f MiB left, one slot is %.2f MiB): every expert of layers "
                  "%d-%d runs on the CPU; a shorter --ctx, fewer --parallel or --vram-reserve-mib avoids this",
                  d->in.name, MIB(left), MIB(slot), d->layer_first, d->layer_first + d->n_layers - 1);
@@ -417,7 +420,7 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         return NULL;
     }
     if (r.n_ctx > hp->n_ctx_train && hp->rope_scaling == ST_ROPE_SCALING_NONE)
-        note(p, ST_PLAN_WARNING, "--ctx %d is beyond the model's training context %d (no rope scaling in the file)",
+        st_plan_note_add(p, ST_PLAN_WARNING, "--ctx %d is beyond the model's training context %d (no rope scaling in the file)",
              r.n_ctx, hp->n_ctx_train);
 
     plan_state s = {r.n_slots, r.n_ctx, r.verify_window, r.kv_type, r.reserve};
@@ -427,14 +430,14 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         int32_t bad = short_device(p, &by);
         /* 1: the expert cache is already zero here: only the fixed consumers are counted */
         if (!noted_cache && hp->n_expert > 0 && r.expert_cache != 0) {
-            note(p, ST_PLAN_WARNING, "%s: no room for an expert cache (the other consumers are %.1f MiB over); "
+            st_plan_note_add(p, ST_PLAN_WARNING, "%s: no room for an expert cache (the other consumers are %.1f MiB over); "
                  "experts run on the CPU; --expert-cache 0 states this, a shorter --ctx avoids it",
                  p->dev[bad].in.name, MIB(by));
             noted_cache = 1;
         }
         /* 2: a resident KV window with the rest streamed is not built */
         if (!noted_stream) {
-            note(p, ST_PLAN_WARNING, "%s: KV streaming beyond a resident window is not built yet; the whole KV "
+            st_plan_note_add(p, ST_PLAN_WARNING, "%s: KV streaming beyond a resident window is not built yet; the whole KV "
                  "of every slot must be resident", p->dev[bad].in.name);
             noted_stream = 1;
         }
@@ -458,13 +461,14 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         return p;
     }
     if (s.slots < r.n_slots)
-        note(p, ST_PLAN_WARNING,
+        st_plan_note_add(p, ST_PLAN_WARNING,
              "--parallel %d does not fit: planned %d slots of %d positions; --parallel %d, a shorter --ctx, "
              "--kv-type q8_0 or a larger --vram-budget avoids this", r.n_slots, s.slots, s.ctx, s.slots);
     if (s.W < r.verify_window)
-        note(p, ST_PLAN_WARNING, "--verify-window %d does not fit: planned %d; --verify-window %d avoids this",
+        st_plan_note_add(p, ST_PLAN_WARNING, "--verify-window %d does not fit: planned %d; --verify-window %d avoids this",
              r.verify_window, s.W, s.W);
     expert_cache(p, desc, &r);
     p->ok = 1;
+    st_plan_split_times(p, desc);
     return p;
 }
