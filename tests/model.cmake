@@ -44,7 +44,7 @@ if(TARGET st_model AND TARGET st_ref)
   # and over a simulated GPU plus the CPU module; the device-loss case has its own sim config
   if(TARGET strata-sim)
     add_executable(test_model_split ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_split.c)
-    target_link_libraries(test_model_split PRIVATE st_model_testutil st_plan)
+    target_link_libraries(test_model_split PRIVATE st_model_testutil st_plan st_engine)
     add_dependencies(test_model_split strata-sim)
     if(TARGET strata-cpu-avx2)
       add_dependencies(test_model_split strata-cpu-avx2)

@@ -406,7 +406,7 @@ static int bench_bytes(bench_run *r, const bench_opts *b, char *err, size_t errl
         counted(m, d, fw_decode_step, r, &a, &r->b_exp))
         return -1;
     const double mean_pos = (double)(b->depth + b->n_p) + (double)b->n_g / 2.0;
-    r->b_kv = mean_pos * (double)st_kv_bytes_per_pos(st_model_kv(m)) * (double)b->par;
+    r->b_kv = mean_pos * (double)st_model_kv_bytes_per_pos(m) * (double)b->par;
     r->b_tok = r->b_nonexp + r->b_exp + r->b_kv; /* per step */
     r->gbs = r->b_tok * (stat_mean(&r->sg) / (double)b->par) / 1e9;
     if (b->n_p <= 0) return 0;

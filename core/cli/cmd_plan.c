@@ -357,6 +357,7 @@ int st_cmd_plan(int argc, char **argv) {
         in[i].mem_total = d->props->mem_total;
         in[i].mem_free = d->props->mem_free;
         in[i].unified = (d->props->caps & ST_CAP_UNIFIED) != 0;
+        in[i].bw_gbs = d->props->mem_bw_gbs; /* known on every device: the split minimizes modelled time */
         /* the runtime's own overhead: free memory before and after opening the device */
         st_dev door;
         if (st_dev_open(&door, d->module->api, d->index) == ST_OK) {

@@ -183,25 +183,31 @@ static int initial_placement(const st_offload_opts *o, const st_model_desc *d, i
     return 0;
 }
 
-/* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
-static int bind_arena(st_offload *out, const st_backend_api *api, st_device *dev, FILE *log, char *err,
-                      size_t errlen) {
-    const st_plan *p = out->plan;
-    const st_plan_device *pd = &p->dev[0];
+int st_offload_bind(const st_plan *p, int32_t d, const st_backend_api *api, st_device *dev, st_plan_arena **arena,
+                    st_backend_api *bound, char *err, size_t errlen) {
+    const st_plan_device *pd = &p->dev[d];
     st_status st = ST_OK;
-    out->arena = st_plan_arena_create(p, 0, api, dev, &st, err, errlen);
-    if (!out->arena) return -1;
+    *arena = st_plan_arena_create(p, d, api, dev, &st, err, errlen);
+    if (!*arena) return -1;
     /* every allocated consumer, in the plan's order: the fallback for buffers not named */
     const char *chain[ST_PLAN_MAX_CONSUMERS];
     int n = 0;
     for (int32_t i = 0; i < pd->n_consumers; i++)
         if (st_plan_kind_allocated(pd->c[i].kind) && pd->c[i].bytes > 0) chain[n++] = pd->c[i].name;
-    if (n == 0 || st_plan_api_bind(out->arena, api, dev, chain, n, &out->api, err, errlen)) {
+    if (n == 0 || st_plan_api_bind(*arena, api, dev, chain, n, bound, err, errlen)) {
         if (n == 0) snprintf(err, errlen, "the memory plan allocates nothing on %s", pd->in.name);
-        st_plan_arena_free(out->arena);
-        out->arena = NULL;
+        st_plan_arena_free(*arena);
+        *arena = NULL;
         return -1;
     }
+    return n;
+}
+
+/* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
+static int bind_arena(st_offload *out, const st_backend_api *api, st_device *dev, FILE *log, char *err,
+                      size_t errlen) {
+    int n = st_offload_bind(out->plan, 0, api, dev, &out->arena, &out->api, err, errlen);
+    if (n < 0) return -1;
     out->dev = dev;
     if (log)
         fprintf(log, "memory: %d device allocations of %.1f MiB made from the plan, one per consumer; the model's "

@@ -160,6 +160,30 @@ static int need_cpu_op(st_model *m, uint32_t op, uint32_t type, const char *what
     return 0;
 }
 
+/* The table starts empty (every entry -1); a profile fills free slots in rank order, with the
+ * experts of this stage's layers only (a split model's other stages cache their own). */
+static int seed_from_profile(st_model *m, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    const st_expert_profile *pf = m->p.expert_profile;
+    if (!pf || h->n_slots <= 0) return 0;
+    if (st_expert_profile_check(pf, m->hp.n_layer, m->hp.n_expert, err, errlen)) return -1;
+    int32_t *lay = malloc((size_t)(pf->n > 0 ? pf->n : 1) * sizeof *lay);
+    int32_t *exp = malloc((size_t)(pf->n > 0 ? pf->n : 1) * sizeof *exp);
+    int64_t n = 0;
+    for (int64_t i = 0; lay && exp && i < pf->n; i++)
+        if (pf->layer[i] >= m->l0 && pf->layer[i] < m->l1) lay[n] = pf->layer[i], exp[n++] = pf->expert[i];
+    int rc = lay && exp ? 0 : -1;
+    if (rc) snprintf(err, errlen, "out of host memory seeding the expert cache");
+    const int64_t n_loads = rc ? 0 : st_expert_cache_seed(h->cache, lay, exp, n, h->loads, h->n_slots);
+    for (int64_t i = 0; rc == 0 && i < n_loads; i++) {
+        if (!m->desc->layers[h->loads[i].layer].is_moe) continue;
+        rc = upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen);
+    }
+    free(lay);
+    free(exp);
+    return rc;
+}
+
 int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     const int64_t L = hp->n_layer, X = hp->n_expert, k = hp->n_expert_used, N = m->p.n_batch;
@@ -303,7 +327,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         int64_t nr = 0;
         uintptr_t(*rg)[2] = malloc((size_t)(3 * L) * sizeof *rg);
         h->reg_ptr = malloc((size_t)(3 * L) * sizeof *h->reg_ptr);
-        for (int64_t l = 0; rg && h->reg_ptr && l < L; l++) {
+        for (int64_t l = m->l0; rg && h->reg_ptr && l < m->l1; l++) { /* this stage's layers */
             if (!m->desc->layers[l].is_moe) continue;
             for (int i = 0; i < 3; i++) {
                 const st_gguf_tensor *t = m->desc->layers[l].t[k_roles[i]];
@@ -343,16 +367,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         }
         free(rg);
     }
-    /* the table starts empty (every entry -1); a profile fills free slots in rank order */
-    const st_expert_profile *pf = m->p.expert_profile;
-    if (pf && h->n_slots > 0) {
-        if (st_expert_profile_check(pf, (int32_t)L, (int32_t)X, err, errlen)) return -1;
-        int64_t n_loads = st_expert_cache_seed(h->cache, pf->layer, pf->expert, pf->n, h->loads, h->n_slots);
-        for (int64_t i = 0; i < n_loads; i++) {
-            if (!m->desc->layers[h->loads[i].layer].is_moe) continue;
-            if (upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen)) return -1;
-        }
-    }
+    if (seed_from_profile(m, err, errlen)) return -1;
     memcpy(h->table, st_expert_cache_table(h->cache), (size_t)(L * X) * sizeof *h->table);
     st_status s = st_dev_h2d(&m->dev, m->stream, h->table_dev, h->table, (uint64_t)(L * X) * 4u);
     if (s == ST_OK && h->up_stream) s = st_dev_sync(&m->dev, h->up_stream);

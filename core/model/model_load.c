@@ -149,6 +149,26 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     return 0;
 }
 
+int st_model_check_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                         uint32_t kv_type, char *err, size_t errlen) {
+    st_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    m->desc = desc;
+    m->hp = desc->hp;
+    m->p.kv_type = kv_type;
+    m->l0 = l0;
+    m->l1 = l0 + st->n_layers;
+    m->first = first;
+    m->last = last;
+    int rc = st_dev_wrap(&m->dev, st->api, st->dev, st->index, 1) != ST_OK ? -1 : check_ops(m, err, errlen);
+    if (rc && !err[0]) snprintf(err, errlen, "%s", st_dev_error());
+    free(m);
+    return rc;
+}
+
 /* Expert offload reads expert weights through the slot cache and the CPU module, which do not
  * apply per-expert weight scales: refuse that combination rather than compute without them. */
 static int check_hybrid(const st_model *m, char *err, size_t errlen) {
@@ -348,7 +368,7 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
 
 st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
                         uint32_t dev_index, const st_model_params *pin, char *err, size_t errlen) {
-    st_model_stage one = {api, dev, dev_index, desc->hp.n_layer};
+    st_model_stage one = {api, dev, dev_index, desc->hp.n_layer, 0, -1};
     return st_model_load_split(desc, &one, 1, pin, err, errlen);
 }
 

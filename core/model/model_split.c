@@ -58,16 +58,15 @@ st_model *st_model_load_split(const st_model_desc *desc, const st_model_stage *s
         snprintf(err, errlen, "the layer split places %d layers, the model has %d", total, desc->hp.n_layer);
         return NULL;
     }
-    if (k > 1 && p && p->expert_slots >= 0 && desc->hp.n_expert > 0) {
-        snprintf(err, errlen, "expert offload (an expert cache) with a layer split over %d devices is not built yet: "
-                 "use one device, or every expert resident", k);
-        return NULL;
-    }
     st_model *head = NULL, *prev = NULL;
     int32_t l0 = 0, j = 0;
     for (j = 0; j < k; j++) {
         const st_model_stage *st = &stages[idx[j]];
-        st_model *s = st_model_load_stage(desc, st, l0, j == 0, j == k - 1, p, err, errlen);
+        st_model_params ps;
+        st_model_params_default(&ps);
+        if (p) ps = *p;
+        if (k > 1) ps.expert_slots = st->offload ? st->expert_slots : -1; /* each device its own cache */
+        st_model *s = st_model_load_stage(desc, st, l0, j == 0, j == k - 1, &ps, err, errlen);
         if (!s) goto fail;
         if (!head) head = s;
         else {
@@ -140,11 +139,18 @@ int st_model_stage_get(const st_model *m, int32_t i, st_model_stage_info *out) {
     out->busy_s = m->busy_s;
     out->xfer_bytes = m->xfer_bytes;
     out->peer = m->xfer_peer;
+    out->lost = m->dev.lost;
     return 0;
 }
 
 void st_model_seq_truncate(st_model *m, int32_t seq, int32_t n_pos) {
     for (; m; m = m->next) st_kv_seq_truncate(m->kv, seq, n_pos);
+}
+
+uint64_t st_model_kv_bytes_per_pos(const st_model *m) {
+    uint64_t b = 0;
+    for (; m; m = m->next) b += st_kv_bytes_per_pos(m->kv);
+    return b;
 }
 
 void st_model_kv_clear(st_model *m) {

@@ -87,6 +87,8 @@ typedef struct st_plan_request {
     uint64_t graph_bytes;      /* captured graphs, per device */
     uint64_t reserve;          /* --vram-reserve-mib, per device */
     int64_t expert_cache;      /* -1 = auto (what is left), 0 = none, N = N slots per device */
+    int32_t experts_resident;  /* nonzero: every expert of a device's layers must be resident there (a layer
+                                  split has no expert offload): the split counts them in each layer's cost */
     int32_t n_extra;
     st_plan_extra extra[ST_PLAN_MAX_EXTRA];
 } st_plan_request;

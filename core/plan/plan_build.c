@@ -85,7 +85,8 @@ static void fit_split(st_plan *p, const st_model_desc *desc, const st_plan_reque
     uint64_t layer_max[2] = {0, 0}; /* costliest layer: [0] copied weights, [1] unified device */
     for (int32_t l = 0; l < L; l++)
         for (int u = 0; u < 2; u++) {
-            uint64_t c = st_plan_weight_bytes(desc, l, 1, 0, 0, u) + kv1 + (uint64_t)hp->n_expert * 4u;
+            uint64_t c = st_plan_weight_bytes(desc, l, 1, 0, 0, u) + kv1 + (uint64_t)hp->n_expert * 4u +
+                         (r->experts_resident && !u ? st_plan_expert_resident_bytes(desc, l, 1) : 0);
             if (c > layer_max[u]) layer_max[u] = c;
         }
     int64_t room[ST_PLAN_MAX_DEVICES], maxl[ST_PLAN_MAX_DEVICES];
@@ -193,9 +194,9 @@ static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan
            memory only with a cache, which is decided after the fit: reserved either way */
         if (hp->n_expert > 0 && nl > 0)
             add(d, "expert_table", ST_PLAN_EXPERT_TABLE,
-                st_plan_round((uint64_t)nl * (uint64_t)hp->n_expert * 4u) + st_plan_expert_index_bytes(hp, n_tok),
-                "(layer, expert) -> slot for %d layers x %d experts, indices of %d tokens x top-%d", nl,
-                hp->n_expert, n_tok, hp->n_expert_used);
+                st_plan_round((uint64_t)hp->n_layer * (uint64_t)hp->n_expert * 4u) + st_plan_expert_index_bytes(hp, n_tok),
+                "(layer, expert) -> slot, indexed by layer: %d layers x %d experts, indices of %d tokens x top-%d",
+                hp->n_layer, hp->n_expert, n_tok, hp->n_expert_used);
         if (d->in.runtime_overhead > 0)
             add(d, "runtime", ST_PLAN_RUNTIME, d->in.runtime_overhead, "runtime overhead measured after context creation");
         if (s->reserve > 0)
@@ -271,6 +272,10 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
     for (int32_t i = 0; i < p->n_devices; i++) {
         st_plan_device *d = &p->dev[i];
         if (d->expert_slots_max == 0) continue;
+        if (d->in.unified && r->experts_resident) { /* read in place from the file: every one is there */
+            d->expert_slots = d->expert_slots_max;
+            continue;
+        }
         uint64_t left = d->capacity > d->planned ? d->capacity - d->planned : 0;
         int64_t fit = (int64_t)(left / slot);
         int64_t want = r->expert_cache < 0 ? d->expert_slots_max : r->expert_cache;

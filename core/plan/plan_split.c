@@ -56,8 +56,10 @@ int st_plan_split_fastest(st_plan *p, const st_model_desc *desc, const int64_t *
             const double b0 = best[i * (L + 1) + l];
             if (!isfinite(b0)) continue;
             for (int32_t c = 0; c <= maxl[i] && l + c <= L; c++) {
-                double t = b0 + (pre[l + c] - pre[l]) / bw + (c > 0 && l > 0 ? BOUNDARY_S : 0) +
-                           TIE_S * fabs((double)c - prop);
+                /* a boundary: between two devices' layers, before the first layers when the embedding's
+                   device (0) holds none, and after the last when the output's (D-1) holds none */
+                const int cross = (c > 0 && (l > 0 || i > 0)) || (c == 0 && i == D - 1 && l == L && L > 0);
+                double t = b0 + (pre[l + c] - pre[l]) / bw + (cross ? BOUNDARY_S : 0) + TIE_S * fabs((double)c - prop);
                 p->split_considered++;
                 if (t < best[(i + 1) * (L + 1) + l + c]) {
                     best[(i + 1) * (L + 1) + l + c] = t;
@@ -95,7 +97,11 @@ void st_plan_split_times(st_plan *p, const st_model_desc *desc) {
         p->t_token_s += d->t_token_s;
         used += d->n_layers > 0;
     }
-    if (used > 1) p->t_token_s += (used - 1) * BOUNDARY_S;
+    int32_t lo = -1, hi = -1; /* devices holding the first and the last layers */
+    for (int32_t i = 0; i < p->n_devices; i++)
+        if (p->dev[i].n_layers > 0) hi = i, lo = lo < 0 ? i : lo;
+    const int32_t crossings = (used > 1 ? used - 1 : 0) + (lo > 0) + (hi >= 0 && hi < p->n_devices - 1);
+    p->t_token_s += crossings * BOUNDARY_S;
     char share[256] = "";
     size_t at = 0;
     for (int32_t i = 0; i < p->n_devices && at < sizeof share; i++)

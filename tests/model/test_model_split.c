@@ -15,6 +15,7 @@
 #include "model_util.h"
 #include "plan/plan.h"
 #include "plan/plan_arena.h"
+#include "engine/engine_split.h"
 
 
 
@@ -88,7 +89,7 @@ static int run_split(const st_model_desc *d, const int *devs, const int *layers,
                      size_t errlen) {
     st_model_stage st[MAX_DEV];
     for (int i = 0; i < n; i++)
-        st[i] = (st_model_stage){g_dev[devs[i]].api, g_dev[devs[i]].handle, g_dev[devs[i]].index, layers[i]};
+        st[i] = (st_model_stage){g_dev[devs[i]].api, g_dev[devs[i]].handle, g_dev[devs[i]].index, layers[i], 0, -1};
     st_model_params p;
     params(&p);
     st_model *m = st_model_load_split(d, st, n, &p, err, errlen);
@@ -146,6 +147,68 @@ static void arch_case(const char *arch, const char *path, int have_cpu) {
     st_gguf_close(g);
 }
 
+/* Expert offload per device: a split over the four simulated devices (one layer each) where each
+ * caches 3 of its layer's 8 experts and the CPU module computes the misses gives the tokens of
+ * the single device holding every expert. Runs after the test's own doors are closed. */
+static void offload_case(const char *path, const int32_t *ref) {
+    char err[1024] = "";
+    st_gguf *g = st_gguf_open(path, err, sizeof err);
+    st_model_desc *d = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    st_split_opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = "sim";
+    o.tensor_split = "1,1,1,1";
+    o.main_device = -1;
+    o.n_gpu_layers = -1;
+    o.n_slots = 1;
+    o.expert_cache = 3;
+    st_model_params mp;
+    params(&mp);
+    st_split sp;
+    st_model *m = NULL;
+    if (d && st_split_prepare(&sp, &o, g_reg, d, &mp, NULL, err, sizeof err) == 0)
+        m = st_split_load(&sp, d, &mp, err, sizeof err);
+    CHECK(m && st_model_n_stages(m) == 4 && sp.offload, "offload split over 4 sim devices: %s", err);
+    int32_t out[N_GEN];
+    if (m) {
+        CHECK(greedy(m, d->hp.n_vocab, out, err, sizeof err) == 0, "offload split: %s", err);
+        int same = 0;
+        while (same < N_GEN && out[same] == ref[same]) same++;
+        CHECK(same == N_GEN, "offload split: token %d differs", same);
+        st_model_expert_info xi;
+        CHECK(st_model_expert_info_get(m, &xi) == 0 && xi.slots == 3 && xi.cpu_assign > 0,
+              "the first device caches 3 slots and sends misses to the CPU (%lld slots, %llu CPU pairs)",
+              (long long)xi.slots, (unsigned long long)xi.cpu_assign);
+        printf("qwen3moe  offload per device (3 of 8 experts each)  %d/%d greedy tokens as on one device\n", same,
+               N_GEN);
+        st_model_free(m);
+        st_split_release(&sp);
+    }
+    st_model_desc_free(d);
+    st_gguf_close(g);
+}
+
+/* A module whose ABI lacks an op the layers placed on it need is reported before anything is
+ * allocated: gpt-oss's attention needs ATTENTION_EX (ABI 1.2); sim1 posing as a 1.1 module. */
+static void plan_time_op_check(const char *path) {
+    char err[1024] = "";
+    st_gguf *g = gen("gpt-oss", path) ? NULL : st_gguf_open(path, err, sizeof err);
+    st_model_desc *d = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    CHECK(d != NULL, "gpt-oss model: %s", err);
+    if (!d) return;
+    st_backend_api old = *g_dev[1].api;
+    old.abi_minor = 1;
+    st_model_stage st = {&old, g_dev[1].handle, g_dev[1].index, 2, 0, -1};
+    int rc = st_model_check_stage(d, &st, 2, 0, 1, ST_TYPE_F16, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "attention_ex") && strstr(err, "sim1") && strstr(err, "ABI 1.1"),
+          "a 1.1 module holding gpt-oss layers: %d '%s'", rc, err);
+    printf("plan-time op check: %s\n", err);
+    st = (st_model_stage){g_dev[1].api, g_dev[1].handle, g_dev[1].index, 2, 0, -1};
+    CHECK(st_model_check_stage(d, &st, 2, 0, 1, ST_TYPE_F16, err, sizeof err) == 0, "the 1.2 module: %s", err);
+    st_model_desc_free(d);
+    st_gguf_close(g);
+}
+
 /* Used bytes of a simulated device (total - free). */
 static uint64_t used(st_dev *d) {
     uint64_t fr = 0, tot = 0;
@@ -188,7 +251,7 @@ static void plan_totals(const char *path) {
         ar[i] = st_plan_arena_create(p, i, v->api, v->handle, &s, err, sizeof err);
         ok = ar[i] && st_plan_api_bind(ar[i], v->api, v->handle, chain, 6, &bound[i], err, sizeof err) == 0;
         CHECK(ok, "arena on %s: %s", v->name, err);
-        st[i] = (st_model_stage){&bound[i], v->handle, v->index, p->dev[i].n_layers};
+        st[i] = (st_model_stage){&bound[i], v->handle, v->index, p->dev[i].n_layers, 0, -1};
     }
     st_model *m = NULL;
     if (ok) {
@@ -225,21 +288,53 @@ static void plan_totals(const char *path) {
     st_gguf_close(g);
 }
 
-/* STRATA_SIM makes `lost` lose itself: the forward fails naming it, and it stays failed. */
+/* STRATA_SIM makes `lost` lose itself mid-run: the forward fails naming it; the split plans the
+ * model again on the device that remains (a warning), whose tokens are the single device's. */
 static int loss_case(const char *path, const char *lost) {
-    if (open_devices(2, 0) < 2 || gen("llama", path)) {
-        printf("SKIP: two simulated devices needed\n");
+    if (open_devices(1, 0) < 1 || gen("llama", path)) {
+        printf("SKIP: simulated devices needed\n");
         return 77;
     }
     char err[1024];
     st_gguf *g = st_gguf_open(path, err, sizeof err);
     st_model_desc *d = g ? st_arch_describe(g, err, sizeof err) : NULL;
-    const int devs[2] = {0, 1}, layers[2] = {2, 2};
-    int32_t out[N_GEN];
-    int rc = d ? run_split(d, devs, layers, 2, out, err, sizeof err) : 0;
+    int32_t ref[N_GEN], out[N_GEN];
+    const int one[1] = {0}, all[1] = {N_LAYER};
+    CHECK(d && run_split(d, one, all, 1, ref, err, sizeof err) == 0, "single device: %s", err);
+    st_dev_close(&g_dev[0]); /* the split opens its own */
+    g_n_dev = 0;
+    st_split_opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = "sim";
+    o.main_device = -1;
+    o.n_gpu_layers = -1;
+    o.n_slots = 1;
+    o.expert_cache = -1;
+    st_model_params mp;
+    params(&mp);
+    st_split sp;
+    st_model *m = NULL;
+    if (d && st_split_prepare(&sp, &o, g_reg, d, &mp, NULL, err, sizeof err) == 0) m = st_split_load(&sp, d, &mp, err, sizeof err);
+    CHECK(m && st_model_n_stages(m) == 2, "split over 2 sim devices: %s", err);
+    int rc = m ? greedy(m, d->hp.n_vocab, out, err, sizeof err) : 0;
     CHECK(rc == -1, "the run survived the loss of %s", lost);
     CHECK(strstr(err, lost) && strstr(err, "lost"), "the error names the lost device %s: '%s'", lost, err);
     printf("device loss: %s\n", err);
+    if (m) {
+        char log[1 << 14];
+        FILE *f = fmemopen(log, sizeof log, "w");
+        int r = st_split_replan(&sp, &m, &o, g_reg, d, &mp, f, err, sizeof err);
+        fclose(f);
+        CHECK(r == 1 && m && st_model_n_stages(m) == 1, "replan on the remaining device: %d %s", r, err);
+        CHECK(strstr(log, "WARNING: lost") && strstr(log, lost), "the replan warns: %s", log);
+        st_model_stage_info si;
+        CHECK(m && st_model_stage_get(m, 0, &si) == 0 && strcmp(si.device, lost), "the new plan avoids %s", lost);
+        memset(out, -1, sizeof out);
+        CHECK(m && greedy(m, d->hp.n_vocab, out, err, sizeof err) == 0 && !memcmp(out, ref, sizeof out),
+              "after the replan the tokens are the single device's: %s", err);
+        st_model_free(m);
+        st_split_release(&sp);
+    }
     st_model_desc_free(d);
     st_gguf_close(g);
     close_devices();
@@ -262,6 +357,19 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++) arch_case(k_archs[i], path, n > 4);
     plan_totals(path);
+    plan_time_op_check(path);
+    /* the reference for the offload case, then the test's doors give way to the split's */
+    int32_t ref[N_GEN];
+    char err[1024];
+    const int one[1] = {0}, all[1] = {N_LAYER};
+    st_gguf *g = gen("qwen3moe", path) ? NULL : st_gguf_open(path, err, sizeof err);
+    st_model_desc *d = g ? st_arch_describe(g, err, sizeof err) : NULL;
+    int have_ref = d && run_split(d, one, all, 1, ref, err, sizeof err) == 0;
+    st_model_desc_free(d);
+    st_gguf_close(g);
+    for (int i = 0; i < g_n_dev; i++) st_dev_close(&g_dev[i]);
+    g_n_dev = 0;
+    if (have_ref && n > 4) offload_case(path, ref);
     close_devices();
     unlink(path);
     if (g_fail) {
