@@ -126,19 +126,26 @@ typedef struct {
 /* Device lines of a stall report: name, module and memory (the report's stage says what
  * was running). Runs on the watchdog thread while the engine thread may be stuck in the device;
  * mem_info is a query every module answers without waiting for its streams. */
-static void describe_devices(void *user, int fd) {
-    dev_info *d = user;
+static void describe_one(int fd, const char *name, st_dev *door) {
     uint64_t fr = 0, tot = 0;
-    int have = d->door.api && d->door.handle && st_dev_mem_info(&d->door, &fr, &tot) == ST_OK;
-    dprintf(fd, "  %s (%s, module %s)", d->name, d->door.api ? d->door.name : "?", d->door.api ? d->door.api->name : "?");
+    int have = door->api && door->handle && st_dev_mem_info(door, &fr, &tot) == ST_OK;
+    dprintf(fd, "  %s (%s, module %s)%s", name, door->api ? door->name : "?", door->api ? door->api->name : "?",
+            door->lost ? " LOST" : "");
     if (have) dprintf(fd, ": %.1f MiB free of %.1f MiB", (double)fr / 1048576.0, (double)tot / 1048576.0);
     dprintf(fd, "\n");
+}
+
+static st_split g_split;
+
+static void describe_devices(void *user, int fd) {
+    dev_info *d = user;
+    if (!g_split.n) describe_one(fd, d->name, &d->door);
+    for (int32_t i = 0; i < g_split.n; i++) describe_one(fd, g_split.dev[i].props.name, &g_split.dev[i]);
 }
 
 /* The memory plan and expert cache of the model, for the statistics' Prometheus lines; or, for a
  * model over several devices, the split (g_split.n > 0) and its options (replanning after a loss). */
 static st_offload g_off;
-static st_split g_split;
 static st_split_opts g_split_opts;
 
 /* Serve one message from the front; returns -1 when the front is gone. */

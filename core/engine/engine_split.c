@@ -91,40 +91,59 @@ static int32_t chain(const st_split_opts *o, st_backend_registry *reg, int32_t L
     return k;
 }
 
-/* Layers per device from -ngl and --tensor-split (0 everywhere: the planner decides). */
-static int given_layers(const st_split_opts *o, int32_t L, int with_cpu, int32_t n, st_plan_device_in *in, char *err,
-                        size_t errlen) {
-    const int32_t g0 = with_cpu ? 1 : 0, ng = n - g0;
-    const int32_t on_dev = o->n_gpu_layers >= 0 && o->n_gpu_layers < L ? o->n_gpu_layers : L;
-    double r[ST_PLAN_MAX_DEVICES], sum = 0;
-    if (!o->tensor_split && !with_cpu) return 0;
-    for (int32_t i = 0; i < ng; i++) r[i] = (double)in[g0 + i].mem_free; /* -ngl alone: by free memory */
-    if (o->tensor_split) {
-        const char *s = o->tensor_split;
-        for (int32_t i = 0; i < ng; i++) {
-            char *end;
-            r[i] = strtod(s, &end);
-            if (end == s || r[i] < 0 || (i + 1 < ng && *end != ',') || (i + 1 == ng && *end)) {
-                snprintf(err, errlen, "--tensor-split '%s': expected %d non-negative ratios separated by commas (one "
-                         "per device)", o->tensor_split, ng);
-                return -1;
-            }
-            s = end + 1;
+/* --tensor-split's ratios, one per device after the CPU (s->ratio). 0, or -1 with err. */
+static int parse_ratios(st_split *s, const st_split_opts *o, char *err, size_t errlen) {
+    const int32_t ng = s->n - (s->with_cpu ? 1 : 0);
+    const char *t = o->tensor_split;
+    for (int32_t i = 0; t && i < ng; i++) {
+        char *end;
+        s->ratio[i] = strtod(t, &end);
+        if (end == t || s->ratio[i] < 0 || (i + 1 < ng && *end != ',') || (i + 1 == ng && *end)) {
+            snprintf(err, errlen, "--tensor-split '%s': expected %d non-negative ratios separated by commas (one per "
+                     "device)", o->tensor_split, ng);
+            return -1;
         }
+        t = end + 1;
     }
-    for (int32_t i = 0; i < ng; i++) sum += r[i];
+    return 0;
+}
+
+/* Layers per device from -ngl and --tensor-split (0 everywhere: the planner decides): the ratios
+ * (or, for -ngl alone, free memory) cut the devices' layers at rounded cumulative shares, so the
+ * counts add up exactly. */
+static int given_layers(const st_split *s, const st_split_opts *o, int32_t L, st_plan_device_in *in, char *err,
+                        size_t errlen) {
+    const int32_t g0 = s->with_cpu ? 1 : 0, ng = s->n - g0;
+    const int32_t on_dev = o->n_gpu_layers >= 0 && o->n_gpu_layers < L ? o->n_gpu_layers : L;
+    double r[ST_PLAN_MAX_DEVICES], sum = 0, cum = 0;
+    if (!o->tensor_split && !s->with_cpu) return 0;
+    for (int32_t i = 0; i < ng; i++) sum += r[i] = o->tensor_split ? s->ratio[i] : (double)in[g0 + i].mem_free;
     if (sum <= 0) {
         snprintf(err, errlen, "--tensor-split '%s' gives no layer to any device", o->tensor_split);
         return -1;
     }
     int32_t given = 0;
     for (int32_t i = 0; i < ng; i++) {
-        in[g0 + i].n_layers = i == ng - 1 ? on_dev - given : (int32_t)((double)on_dev * r[i] / sum + 0.5);
-        if (in[g0 + i].n_layers < 0) in[g0 + i].n_layers = 0;
-        given += in[g0 + i].n_layers;
+        cum += r[i];
+        const int32_t upto = i == ng - 1 ? on_dev : (int32_t)((double)on_dev * cum / sum + 0.5);
+        in[g0 + i].n_layers = upto - given;
+        given = upto;
     }
-    if (with_cpu) in[0].n_layers = L - on_dev;
+    if (s->with_cpu) in[0].n_layers = L - on_dev;
     return 0;
+}
+
+/* Leaves out device i (no layers in the plan): its door, its ratio. */
+static void drop_device(st_split *s, int32_t i, FILE *log) {
+    if (log) fprintf(log, "layer split: %s takes no layers: left out\n", s->dev[i].name);
+    st_dev_close(&s->dev[i]);
+    memmove(&s->dev[i], &s->dev[i + 1], (size_t)(s->n - i - 1) * sizeof s->dev[0]);
+    const int32_t g = i - (s->with_cpu ? 1 : 0);
+    if (g >= 0) memmove(&s->ratio[g], &s->ratio[g + 1], (size_t)(ST_PLAN_MAX_DEVICES - g - 1) * sizeof s->ratio[0]);
+    else s->with_cpu = 0;
+    s->n--;
+    st_plan_free(s->plan);
+    s->plan = NULL;
 }
 
 /* What the planner knows of device i. */
@@ -178,20 +197,14 @@ static int plan_split(st_split *s, const st_split_opts *o, st_backend_registry *
     r.experts_resident = o->expert_cache < 0 && !s->offload;
     st_plan_device_in in[ST_PLAN_MAX_DEVICES];
     for (int32_t i = 0; i < s->n; i++) device_in(o, &s->dev[i], !strcmp(s->dev[i].props.vendor, "cpu"), &in[i]);
-    if (given_layers(o, d->hp.n_layer, s->with_cpu, s->n, in, err, errlen))
-        return -1;
+    if (given_layers(s, o, d->hp.n_layer, in, err, errlen)) return -1;
     s->plan = st_plan_build(d, in, s->n, &r, err, errlen);
     if (!s->plan) return -1;
-    /* a device the planner gave no layers is left out, and the others planned again */
-    for (int32_t i = 0; s->plan->ok && s->plan->split_auto && s->n > 1 && i < s->n; i++) {
+    /* a device given no layers (by the time model, -ngl or the ratios) is left out, and the
+       others planned again: a stage holds at least one layer */
+    for (int32_t i = 0; s->plan->ok && s->n > 1 && i < s->n; i++) {
         if (s->plan->dev[i].n_layers > 0) continue;
-        if (log)
-            fprintf(log, "layer split: %s takes no layers in the fastest placement: left out\n", s->dev[i].name);
-        st_dev_close(&s->dev[i]);
-        memmove(&s->dev[i], &s->dev[i + 1], (size_t)(s->n - i - 1) * sizeof s->dev[0]);
-        s->n--;
-        st_plan_free(s->plan);
-        s->plan = NULL;
+        drop_device(s, i, log);
         return plan_split(s, o, reg, d, mp, log, err, errlen);
     }
     if (!s->plan->ok && r.experts_resident && d->hp.n_expert > 0) {
@@ -247,7 +260,9 @@ int st_split_prepare(st_split *s, const st_split_opts *o, st_backend_registry *r
             snprintf(err, errlen, "opening %s%u: %s", devs[i]->module->api->name, devs[i]->index, st_dev_error());
             goto fail;
         }
-    if (plan_split(s, o, reg, d, mp, log, err, errlen) || check_ops(s, d, mp, err, errlen)) goto fail;
+    if (parse_ratios(s, o, err, errlen) || plan_split(s, o, reg, d, mp, log, err, errlen) ||
+        check_ops(s, d, mp, err, errlen))
+        goto fail;
     for (int32_t i = 0; i < s->n; i++) {
         if (s->plan->dev[i].allocated == 0) continue;
         if (st_offload_bind(s->plan, i, s->dev[i].api, s->dev[i].handle, &s->arena[i], &s->bound[i], err, errlen) < 0)

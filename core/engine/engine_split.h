@@ -41,6 +41,7 @@ int st_split_wanted(const st_split_opts *o, st_backend_registry *reg, int32_t n_
 typedef struct st_split {
     int32_t n;                                   /* devices in the chain, in order */
     int with_cpu;                                /* dev[0] is the CPU module, for -ngl's other layers */
+    double ratio[ST_PLAN_MAX_DEVICES];           /* --tensor-split, per device after the CPU */
     st_dev dev[ST_PLAN_MAX_DEVICES];             /* opened here */
     st_plan *plan;
     st_plan_arena *arena[ST_PLAN_MAX_DEVICES];
