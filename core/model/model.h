@@ -205,8 +205,8 @@ uint64_t st_model_expert_slot_bytes(const st_model_desc *d);
  * staging table). */
 uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch);
 
-/* Fills *out; returns 0, or -1 when the model runs every expert on the device (out->slots = -1,
- * counters 0). */
+/* Fills *out (a split model's caches summed over its stages); returns 0, or -1 when the model
+ * runs every expert on its devices (out->slots = -1, counters 0). */
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out);
 /* The expert cache of a hybrid model (borrowed; NULL otherwise), e.g. for its metrics. */
 const st_expert_cache *st_model_expert_cache(const st_model *m);

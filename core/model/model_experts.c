@@ -806,29 +806,47 @@ uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch) {
     return (A * 12u + 255u) / 256u * 256u + ((uint64_t)hp->n_expert * 4u + 255u) / 256u * 256u;
 }
 
+/* The facts of one stage's cache, added to *out (a split model's stages each have their own). */
+static void info_add(const st_model *m, st_model_expert_info *out) {
+    const st_model_hx *h = m->hx;
+    st_expert_stats st;
+    out->slots = (out->slots < 0 ? 0 : out->slots) + h->n_slots;
+    out->slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
+    out->arena_bytes += out->slot_bytes * (uint64_t)h->n_slots;
+    st_expert_cache_stats(h->cache, -1, &st);
+    out->stats.hits += st.hits;
+    out->stats.misses += st.misses;
+    out->stats.inserts += st.inserts;
+    out->stats.evictions += st.evictions;
+    out->stats.bytes_device += st.bytes_device;
+    out->stats.bytes_host += st.bytes_host;
+    out->stats.bytes_upload += st.bytes_upload;
+    if (h->forwards > out->forwards) out->forwards = h->forwards, out->tokens = h->tokens;
+    out->cpu_assign += h->cpu_assign;
+    out->cpu_s += h->cpu_s;
+    out->route_s += h->route_s;
+    out->pinned_bytes += h->pinned_bytes;
+    out->stage_slots += h->n_stage;
+    out->stage_experts += h->stage_experts;
+    out->stage_assign += h->stage_assign;
+    out->resident_calls += h->resident_calls;
+    if (h->upload_s > out->upload_s) out->upload_s = h->upload_s;
+    if (h->pin_note[0]) out->pin_note = h->pin_note;
+}
+
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     memset(out, 0, sizeof *out);
     out->slots = -1;
-    const st_model_hx *h = m->hx;
-    if (!h) return -1;
-    out->slots = h->n_slots;
-    for (int l = 0; l < m->hp.n_layer; l++) out->experts_total += m->desc->layers[l].is_moe ? m->hp.n_expert : 0;
-    out->slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
-    out->arena_bytes = out->slot_bytes * (uint64_t)h->n_slots;
-    st_expert_cache_stats(h->cache, -1, &out->stats);
-    out->forwards = h->forwards;
-    out->tokens = h->tokens;
-    out->cpu_assign = h->cpu_assign;
-    out->cpu_s = h->cpu_s;
-    out->route_s = h->route_s;
-    out->pinned_bytes = h->pinned_bytes;
-    out->stage_slots = h->n_stage;
-    out->stage_experts = h->stage_experts;
-    out->stage_assign = h->stage_assign;
-    out->resident_calls = h->resident_calls;
-    out->upload_s = h->upload_s;
-    out->pin_note = h->pin_note;
-    return 0;
+    out->pin_note = "";
+    int any = 0;
+    for (; m; m = m->next) {
+        if (!m->hx) continue;
+        if (!any)
+            for (int l = 0; l < m->hp.n_layer; l++) out->experts_total += m->desc->layers[l].is_moe ? m->hp.n_expert : 0;
+        info_add(m, out);
+        any = 1;
+    }
+    return any ? 0 : -1;
 }
 
 const st_expert_cache *st_model_expert_cache(const st_model *m) { return m->hx ? m->hx->cache : NULL; }

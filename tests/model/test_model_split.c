@@ -176,8 +176,9 @@ static void offload_case(const char *path, const int32_t *ref) {
         while (same < N_GEN && out[same] == ref[same]) same++;
         CHECK(same == N_GEN, "offload split: token %d differs", same);
         st_model_expert_info xi;
-        CHECK(st_model_expert_info_get(m, &xi) == 0 && xi.slots == 3 && xi.cpu_assign > 0,
-              "the first device caches 3 slots and sends misses to the CPU (%lld slots, %llu CPU pairs)",
+        CHECK(st_model_expert_info_get(m, &xi) == 0 && xi.slots == 4 * 3 && xi.cpu_assign > 0 &&
+                  xi.stats.hits + xi.stats.misses > 0,
+              "four devices cache 3 slots each and send misses to the CPU (%lld slots, %llu CPU pairs)",
               (long long)xi.slots, (unsigned long long)xi.cpu_assign);
         printf("qwen3moe  offload per device (3 of 8 experts each)  %d/%d greedy tokens as on one device\n", same,
                N_GEN);
