@@ -24,20 +24,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 strata=${STRATA:-$here/build/bin/strata}
 budgets=${BUDGETS:-"4GiB 8GiB"} threads=${THREADS:-$(nproc)} reps=${REPS:-2}
 np=${NPROMPT:-512} np2=${NPROMPT2-2048} ng=${NGEN:-128} par=${PARALLEL:-4}
-py() { python3 -c "$1" "${@:2}"; }
-smi() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
-# measured CMD...: runs CMD (stdout to $T/out, stderr to $T/err) sampling the GPU's memory; peak MiB in $T/peak
-T=$(mktemp -d)
-measured() {
-  ( while :; do smi >>"$T/smi"; sleep 0.1; done ) & local sp=$!
-  : >"$T/smi"
-  local rc=0
-  "$@" >"$T/out" 2>"$T/err" || rc=$?
-  kill $sp; wait $sp 2>/dev/null || true
-  sort -n "$T/smi" | tail -1 >"$T/peak"
-  [ $rc = 0 ] || { echo "offload_vs_llama: failed ($rc): $*" >&2; tail -5 "$T/err" >&2; }
-  return $rc
-}
+BENCH_NAME=offload_vs_llama
+# shellcheck source=bench/vram_measure.sh
+. "$here/bench/vram_measure.sh"
 idle=$(smi)
 # parallel_rows B N: aggregate decode of PARALLEL sequences (prompt 128, 64 random tokens each):
 # Strata default and --n-cpu-moe N against llama-batched-bench -ncmoe N (its S_TG)

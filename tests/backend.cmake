@@ -74,3 +74,9 @@ if(ST_PPC_CC AND ST_QEMU_PPC AND NOT STRATA_ARCH_PPC64LE)
     COMMAND ${CMAKE_COMMAND} -DCC=${ST_PPC_CC} -DQEMU=${ST_QEMU_PPC} -DSRC=${PROJECT_SOURCE_DIR}
             -DWORK=${CMAKE_CURRENT_BINARY_DIR}/ppc_variant -P ${ST_TB_SRC}/ppc_variant.cmake)
 endif()
+
+# the one door to a device (core/backend/dev.c) on the reference device
+add_executable(test_backend_dev ${ST_TB_SRC}/test_dev.c)
+target_include_directories(test_backend_dev PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/common)
+target_link_libraries(test_backend_dev PRIVATE st_model st_backend)
+add_test(NAME backend.dev COMMAND test_backend_dev ${PROJECT_SOURCE_DIR}/docs/backends.md)

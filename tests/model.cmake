@@ -40,6 +40,23 @@ if(TARGET st_model AND TARGET st_ref)
     endif()
   endforeach()
 
+  # a model split by layers over simulated devices of different memory, bandwidth and domain,
+  # and over a simulated GPU plus the CPU module; the device-loss case has its own sim config
+  if(TARGET strata-sim)
+    add_executable(test_model_split ${CMAKE_CURRENT_SOURCE_DIR}/model/test_model_split.c)
+    target_link_libraries(test_model_split PRIVATE st_model_testutil st_plan st_engine)
+    add_dependencies(test_model_split strata-sim)
+    if(TARGET strata-cpu-avx2)
+      add_dependencies(test_model_split strata-cpu-avx2)
+    endif()
+    add_test(NAME model.split COMMAND test_model_split)
+    set_tests_properties(model.split PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
+      "STRATA_SIM=devices=4,mem=64MiB,dev1.mem=48MiB,dev1.bw=20GB/s,dev2.mem=40MiB,dev2.domain=1,dev3.domain=1,dev3.bw=5GB/s")
+    add_test(NAME model.split_device_loss COMMAND test_model_split loss sim1)
+    set_tests_properties(model.split_device_loss PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT
+      "STRATA_SIM=devices=2,mem=64MiB,dev1.lose_after=300")
+  endif()
+
   if(TARGET st_tokenizer)
     add_executable(test_stories ${CMAKE_CURRENT_SOURCE_DIR}/model/test_stories.c)
     target_link_libraries(test_stories PRIVATE st_model_testutil st_tokenizer)
@@ -59,4 +76,10 @@ if(TARGET st_model AND TARGET strata AND NOT CMAKE_CROSSCOMPILING)
     list(APPEND ST_CLI_TEST_ARGS $<TARGET_FILE:llama-ref>)
   endif()
   add_test(NAME model.cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/model/test_cli.sh ${ST_CLI_TEST_ARGS})
+  # `run` over two simulated devices and over the CPU plus one (tests/model/test_split_cli.sh)
+  if(TARGET strata-sim)
+    add_test(NAME model.split_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/model/test_split_cli.sh $<TARGET_FILE:strata>
+             ${CMAKE_CURRENT_BINARY_DIR}/split-cli-moe.gguf)
+    set_tests_properties(model.split_cli PROPERTIES ENVIRONMENT "STRATA_SIM=devices=2,mem=64MiB;STRATA_LOG=error")
+  endif()
 endif()

@@ -42,7 +42,7 @@ set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
 add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
 set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
 
-set(_srv_tests agent 180 contract 180 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 edges 180 soak 240)
+set(_srv_tests agent 180 contract 180 split 120 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 edges 180 soak 240)
 while(_srv_tests)
   list(POP_FRONT _srv_tests _name _timeout)
   if(STRATA_NODE)

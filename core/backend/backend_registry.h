@@ -118,8 +118,6 @@ const st_cpu_features *st_backend_registry_cpu(const st_backend_registry *reg);
 const char *st_backend_stage_name(st_backend_stage stage);
 /* Printable st_status name: "OK", "NO_DEVICE", ...; "UNKNOWN" for other numbers. */
 const char *st_backend_status_name(uint32_t status);
-/* Nonzero when the module's ops table has a non-NULL slot for `op` (checks the table size). */
-int st_backend_has_op(const st_backend_api *api, uint32_t op);
 
 /* ---- host services handed to modules (core/backend/host.c) ---- */
 

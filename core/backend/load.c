@@ -39,16 +39,19 @@ static const char *module_error(const st_backend_module *m, const st_backend_api
     return e ? e : "";
 }
 
-/* Names of the slots ABI 1.0 requires (the others may be NULL: "not supported"). */
+/* Nonzero when a table of ABI minor `have` must fill a required slot that minor `added` added. */
+static int minor_has(uint32_t have, uint32_t added) { return have >= added; }
+
+/* The first slot the table's ABI minor requires that is NULL (ST_BACKEND_API_SLOTS), or NULL. */
 static const char *missing_slot(const st_backend_api *a) {
-#define REQ(f) if (!a->f) return #f
-    REQ(name); REQ(probe); REQ(device_props); REQ(op_supported); REQ(last_error);
-    REQ(device_open); REQ(device_close); REQ(mem_info); REQ(mem_alloc); REQ(mem_free);
-    REQ(copy_h2d); REQ(copy_d2h); REQ(copy_d2d); REQ(memset_d);
-    REQ(stream_create); REQ(stream_destroy); REQ(stream_sync);
-    REQ(event_create); REQ(event_destroy); REQ(event_record); REQ(event_wait); REQ(event_sync);
-    REQ(ops);
-#undef REQ
+    if (!a->name) return "name";
+#define ST_REQ_FN_(slot, ret, params, req, minor) \
+    if ((req) && minor_has(a->abi_minor, minor) && !a->slot) return #slot;
+#define ST_REQ_PTR_(slot, type, req, minor) \
+    if ((req) && minor_has(a->abi_minor, minor) && !a->slot) return #slot;
+    ST_BACKEND_API_SLOTS(ST_REQ_FN_, ST_REQ_PTR_)
+#undef ST_REQ_FN_
+#undef ST_REQ_PTR_
     return NULL;
 }
 

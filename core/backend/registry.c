@@ -27,15 +27,6 @@ const char *st_backend_status_name(uint32_t status) {
     return status < sizeof n / sizeof n[0] ? n[status] : "UNKNOWN";
 }
 
-int st_backend_has_op(const st_backend_api *api, uint32_t op) {
-    if (!api || !api->ops || op >= ST_OP_COUNT) return 0;
-    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void (*)(void));
-    if (api->ops->size < off + sizeof(void (*)(void))) return 0;
-    void (*slot)(void);
-    memcpy(&slot, (const char *)api->ops + off, sizeof slot);
-    return slot != NULL;
-}
-
 /* Apply $STRATA_CPU_DISABLE (comma-separated feature names) to the detected features. */
 static void cpu_mask_from_env(st_cpu_features *f) {
     const char *e = getenv("STRATA_CPU_DISABLE");

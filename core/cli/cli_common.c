@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
@@ -58,13 +59,34 @@ int st_cli_float(const char *cmd, const char *name, const char *val, double *out
     return 0;
 }
 
+/* The layer split's options by canonical name: 1 consumed, -1 bad value, 0 not one of them. */
+static int split_opt(const char *cmd, const char *canon, const char *v, st_cli_model_opts *o) {
+    if (!strcmp(canon, "split-mode")) {
+        if (strcmp(v, "layer") && strcmp(v, "none")) {
+            fprintf(stderr, "strata %s: --split-mode must be layer or none (got '%s'; row is not built)\n", cmd, v);
+            return -1;
+        }
+        o->split_none = !strcmp(v, "none");
+        return 1;
+    }
+    if (!strcmp(canon, "tensor-split")) return (o->tensor_split = v, 1);
+    if (!strcmp(canon, "main-device"))
+        return st_cli_int(cmd, "--main-device", v, 0, 255, &o->main_device) ? -1 : (o->main_device_given = 1);
+    if (!strcmp(canon, "n-gpu-layers"))
+        return st_cli_int(cmd, "--n-gpu-layers", v, 0, 1 << 20, &o->n_gpu_layers) ? -1 : (o->ngl_given = 1);
+    return 0;
+}
+
 /* llama.cpp spellings (cli/cli_alias.c) for the model commands: -ctk/-ctv, --ctx-size (one
  * sequence here, so the whole pool is its context), and the accepted-and-ignored ones. 1 when
  * argv[*i] was one, 0 when not, -1 for a bad or missing value. */
 static int alias_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
     const st_cli_alias *al = st_cli_alias_find(argv[*i]);
-    if (!al || (al->canon && strcmp(al->canon, "kv-type") && strcmp(al->canon, "ctx-total") && strcmp(al->canon, "threads")))
-        return 0; /* not one, or one this command does not take (-np, --jinja, ...) */
+    static const char *const taken[] = {"kv-type", "ctx-total", "threads", "split-mode", "tensor-split", "main-device",
+                                        "n-gpu-layers", NULL};
+    int k = 0;
+    while (al && al->canon && taken[k] && strcmp(al->canon, taken[k])) k++;
+    if (!al || (al->canon && !taken[k])) return 0; /* not one, or one this command does not take (-np, ...) */
     if (al->note) fprintf(stderr, "strata %s: note: %s\n", cmd, al->note);
     const char *v = al->flag_value;
     if (al->flag == 2 && *i + 1 < argc &&
@@ -78,6 +100,8 @@ static int alias_model_opt(const char *cmd, int argc, char **argv, int *i, st_cl
         v = argv[++*i];
     }
     if (!al->canon) return 1;
+    int r = split_opt(cmd, al->canon, v, o);
+    if (r) return r;
     if (!strcmp(al->canon, "threads")) return st_cli_int(cmd, "--threads", v, 0, 4096, &o->threads) ? -1 : 1;
     if (!strcmp(al->canon, "ctx-total")) return st_cli_int(cmd, "--ctx-size", v, 0, 1 << 24, &o->ctx) ? -1 : 1;
     if (st_kv_type_from_name(v) < 0) {
@@ -114,6 +138,12 @@ int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_mode
         o->no_in_place = 1;
         return 1;
     }
+    static const char *const split_names[] = {"split-mode", "tensor-split", "main-device", "n-gpu-layers"};
+    for (int k = 0; k < 4; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "--%s", split_names[k]);
+        if ((r = st_cli_opt(argc, argv, i, name, NULL, &v))) return r < 0 ? -1 : split_opt(cmd, split_names[k], v, o);
+    }
     return 0;
 }
 
@@ -126,7 +156,12 @@ void st_cli_model_opts_help(FILE *f) {
             "  -c, --ctx N            context positions (default: min(training context, 4096))\n"
             "  -b, --batch N          tokens per forward (default 512)\n"
             "  --kv-type T            KV cache type: f16 (default), f32, q8_0\n"
-            "  --no-mmap              copy weights to the device even when it can read the file\n");
+            "  --no-mmap              copy weights to the device even when it can read the file\n"
+            "  --split-mode M         layer (default: the model's layers over every device of the --backend\n"
+            "                         kind, by the planner's time model) or none (--main-device alone)\n"
+            "  --tensor-split a,b,..  layer ratios over those devices (-ts)\n"
+            "  --main-device N        none: the device used; layer: the one holding the output (-mg)\n"
+            "  -ngl, --n-gpu-layers N N layers on the devices, the others (the first) on the CPU module\n");
 }
 
 static int is_default_candidate(const st_backend_device *d) {
@@ -242,11 +277,12 @@ int st_cli_open_device(const char *cmd, st_cli_session *s, const st_cli_model_op
     if (o->batch > 0) mp->n_batch = (int32_t)o->batch;
     if (o->no_in_place) mp->no_in_place = 1;
     if (choose(cmd, s, o)) goto fail;
-    if (s->api->device_open(s->index, &s->dev) != ST_OK) {
-        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, s->api->last_error());
-        s->dev = NULL;
+    st_dev door;
+    if (st_dev_open(&door, s->api, s->index) != ST_OK) {
+        fprintf(stderr, "strata %s: opening %s: %s\n", cmd, s->device_text, st_dev_error());
         goto fail;
     }
+    s->dev = door.handle;
     return 0;
 fail:
     st_cli_close(s);
@@ -269,7 +305,13 @@ int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, 
 
 void st_cli_close(st_cli_session *s) {
     st_model_free(s->m);
-    if (s->dev) s->api->device_close(s->dev);
+    if (s->dev) { /* opened through the door by st_cli_open_device */
+        st_dev door;
+        st_dev_wrap(&door, s->api, s->dev, s->index, 0);
+        door.owned = 1;
+        st_dev_close(&door);
+    }
+    st_dev_profile_report(stderr);
     if (s->reg) st_backend_registry_close(s->reg);
     st_tokenizer_free(s->tok);
     st_model_desc_free(s->d);

@@ -36,6 +36,13 @@ typedef struct st_cli_model_opts {
     long batch;             /* --batch */
     const char *kv_type;    /* --kv-type f16|f32|q8_0 */
     int no_in_place;        /* --no-mmap: copy weights even to a unified device */
+    /* the layer split (docs/layer-split.md) */
+    int split_none;         /* --split-mode none: one device (else layer: every device of the kind) */
+    const char *tensor_split; /* --tensor-split a,b,...: layer ratios over the devices */
+    long main_device;       /* --main-device N (when main_device_given) */
+    int main_device_given;
+    long n_gpu_layers;      /* -ngl N: layers on the devices, the rest on the CPU (when ngl_given) */
+    int ngl_given;
 } st_cli_model_opts;
 
 /* Tries to consume one shared option at argv[*i]: 1 consumed, 0 not one, -1 error. */
@@ -56,6 +63,7 @@ typedef struct st_cli_session {
     const void *pick;           /* the st_backend_device chosen (NULL for --backend ref) */
     char device_text[160];      /* "cpu device 0: Host CPU (AVX2)" */
     double mem_bw_gbs;          /* the device's nominal bandwidth, 0 if unknown */
+    void *split;                /* st_split when the model is split over devices (cli_planned.c), else NULL */
 } st_cli_session;
 
 /* Opens the model file, describes it, chooses and opens the device, loads the model with

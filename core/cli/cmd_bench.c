@@ -387,7 +387,7 @@ static int fw_decode_step(bench_run *r, void *p) {
 
 static int fw_prompt(bench_run *r, void *p) {
     fw_arg *a = p;
-    st_kv_clear(st_model_kv(r->s.m));
+    st_model_kv_clear(r->s.m);
     return st_model_eval(r->s.m, 0, r->prompt, (int32_t)a->b->n_p, 0, 0, NULL, a->err, a->errlen);
 }
 
@@ -406,7 +406,7 @@ static int bench_bytes(bench_run *r, const bench_opts *b, char *err, size_t errl
         counted(m, d, fw_decode_step, r, &a, &r->b_exp))
         return -1;
     const double mean_pos = (double)(b->depth + b->n_p) + (double)b->n_g / 2.0;
-    r->b_kv = mean_pos * (double)st_kv_bytes_per_pos(st_model_kv(m)) * (double)b->par;
+    r->b_kv = mean_pos * (double)st_model_kv_bytes_per_pos(m) * (double)b->par;
     r->b_tok = r->b_nonexp + r->b_exp + r->b_kv; /* per step */
     r->gbs = r->b_tok * (stat_mean(&r->sg) / (double)b->par) / 1e9;
     if (b->n_p <= 0) return 0;
@@ -524,7 +524,7 @@ static int bench_measure(bench_run *r, const bench_opts *b, char *err, size_t er
     st_model_expert_stats_reset(m);
     st_model_expert_trace(m, !b->no_trace);
     for (long rep = 0; rep < b->reps; rep++) {
-        st_kv_clear(st_model_kv(m));
+        st_model_kv_clear(m);
         for (long q = 0; q < b->par; q++) r->tok[q] = r->prompt[r->np1 - 1];
         long at = 0;
         if (bench_prefill(r, b, &at, err, errlen)) return -1;

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
+#include "cli/cli_planned.h"
+#include "engine/engine_split.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/engine_offload.h"
@@ -116,25 +119,34 @@ static void emit(void *user, const st_engine_event *ev) {
 }
 
 typedef struct {
-    const st_backend_api *api;
-    st_device *dev;
+    st_dev door;
     char name[128];
 } dev_info;
 
 /* Device lines of a stall report: name, module and memory (the report's stage says what
  * was running). Runs on the watchdog thread while the engine thread may be stuck in the device;
  * mem_info is a query every module answers without waiting for its streams. */
-static void describe_devices(void *user, int fd) {
-    dev_info *d = user;
+static void describe_one(int fd, const char *name, st_dev *door) {
     uint64_t fr = 0, tot = 0;
-    int have = d->api && d->dev && d->api->mem_info && d->api->mem_info(d->dev, &fr, &tot) == ST_OK;
-    dprintf(fd, "  %s (module %s)", d->name, d->api ? d->api->name : "?");
+    int have = door->api && door->handle && st_dev_mem_info(door, &fr, &tot) == ST_OK;
+    dprintf(fd, "  %s (%s, module %s)%s", name, door->api ? door->name : "?", door->api ? door->api->name : "?",
+            door->lost ? " LOST" : "");
     if (have) dprintf(fd, ": %.1f MiB free of %.1f MiB", (double)fr / 1048576.0, (double)tot / 1048576.0);
     dprintf(fd, "\n");
 }
 
-/* The memory plan and expert cache of the model, for the statistics' Prometheus lines. */
+static st_split g_split;
+
+static void describe_devices(void *user, int fd) {
+    dev_info *d = user;
+    if (!g_split.n) describe_one(fd, d->name, &d->door);
+    for (int32_t i = 0; i < g_split.n; i++) describe_one(fd, g_split.dev[i].props.name, &g_split.dev[i]);
+}
+
+/* The memory plan and expert cache of the model, for the statistics' Prometheus lines; or, for a
+ * model over several devices, the split (g_split.n > 0) and its options (replanning after a loss). */
 static st_offload g_off;
+static st_split_opts g_split_opts;
 
 /* Serve one message from the front; returns -1 when the front is gone. */
 static int handle(int fd, st_engine *e, st_model *m) {
@@ -164,7 +176,9 @@ static int handle(int fd, st_engine *e, st_model *m) {
         st.kv_cells_total = st_kv_params_of(kv)->n_cells;
         /* the plan's table and the expert cache's statistics follow as Prometheus text */
         static char text[1 << 17];
-        size_t tl = st_offload_format_metrics(&g_off, m, text, sizeof text);
+        size_t tl = g_split.n ? st_plan_format_metrics(g_split.plan, text, sizeof text)
+                              : st_offload_format_metrics(&g_off, m, text, sizeof text);
+        if (g_split.n && tl < sizeof text) tl += st_split_format_metrics(m, text + tl, sizeof text - tl);
         esend(fd, ST_MSG_STATS, &st, sizeof st, text, tl);
     }
     free(p);
@@ -187,6 +201,8 @@ typedef struct engine_run {
     st_model *m;
     st_engine *e;
     st_gvocab *gv; /* the vocabulary for grammar-constrained requests (NULL: they are refused) */
+    st_model_params mp; /* what the model was loaded with (a replan loads it again) */
+    int queue;
 } engine_run;
 
 static void engine_release(engine_run *er) {
@@ -194,11 +210,54 @@ static void engine_release(engine_run *er) {
     st_gvocab_free(er->gv);
     st_model_free(er->m);
     if (er->planned) st_offload_release(&g_off);
-    if (er->di.dev) er->di.api->device_close(er->di.dev);
+    st_split_release(&g_split);
+    st_dev_close(&er->di.door);
     st_tokenizer_free(er->tok);
     st_model_desc_free(er->desc);
     st_gguf_close(er->g);
     if (er->reg) st_backend_registry_close(er->reg);
+}
+
+static int engine_start(engine_run *er, int queue);
+
+/* "layer split: sim0 sim1" as the engine's device name, and the start-up table on the log. */
+static void split_name(engine_run *er) {
+    st_split_report(&g_split, er->m, stderr);
+    size_t at = (size_t)snprintf(er->di.name, sizeof er->di.name, "layer split:");
+    st_model_stage_info si;
+    for (int32_t i = 0; st_model_stage_get(er->m, i, &si) == 0 && at < sizeof er->di.name; i++)
+        at += (size_t)snprintf(er->di.name + at, sizeof er->di.name - at, " %s", si.device);
+}
+
+/* The model over several devices (--split-mode, -ngl, --tensor-split, or more than one device of
+ * the kind). 0, or ST_ENGINE_EXIT_START after saying why. */
+static int engine_load_split(engine_run *er, int queue) {
+    char err[1024];
+    if (st_split_prepare(&g_split, &g_split_opts, er->reg, er->desc, &er->mp, stderr, err, sizeof err) ||
+        !(er->m = st_split_load(&g_split, er->desc, &er->mp, err, sizeof err))) {
+        elog("layer split: %s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    split_name(er);
+    return engine_start(er, queue);
+}
+
+/* A step failed on a split model: when a device was lost, the model is planned again on the devices
+ * that remain (every request in flight got its error already) and the engine goes on; 1 then, 0 when
+ * no device was lost, -1 when the model no longer fits (the reason is logged). */
+static int engine_replan(engine_run *er, int queue) {
+    if (!g_split.n) return 0;
+    char err[1024];
+    st_engine_free(er->e);
+    er->e = NULL;
+    st_gvocab_free(er->gv);
+    er->gv = NULL;
+    int r = st_split_replan(&g_split, &er->m, &g_split_opts, er->reg, er->desc, &er->mp, stderr, err, sizeof err);
+    if (r < 0) elog("refusing to go on: %s", err);
+    if (r <= 0) return r;
+    split_name(er);
+    elog("WARNING: the model runs on fewer devices now: %s", er->di.name);
+    return engine_start(er, queue) == 0 ? 1 : -1;
 }
 
 /* Opens the device, the model and the engine. Returns 0, or the exit status: a start-up
@@ -217,7 +276,6 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
         elog("no usable device%s%s (see `strata backends`)", backend ? " of backend " : "", backend ? backend : "");
         return ST_ENGINE_EXIT_START;
     }
-    er->di.api = er->pick->module->api;
     snprintf(er->di.name, sizeof er->di.name, "%s", er->pick->props->name);
     er->g = st_gguf_open(er->model, err, sizeof err);
     er->desc = er->g ? st_arch_describe(er->g, err, sizeof err) : NULL;
@@ -228,24 +286,39 @@ static int engine_load(engine_run *er, st_offload_opts *oo, const char *backend,
         elog("%s", err);
         return ST_ENGINE_EXIT_START;
     }
-    if (er->di.api->device_open(er->pick->index, &er->di.dev) != ST_OK) {
-        er->di.dev = NULL;
-        elog("cannot open %s: %s", er->di.name, er->di.api->last_error());
-        return 1; /* a device may be busy for a while: not a start-up failure that must repeat */
-    }
     st_model_params mp;
     st_model_params_default(&mp);
     mp.n_seq = er->parallel;
     if (ctx > 0) mp.n_ctx = ctx;
     mp.n_out_max = er->parallel > 1 ? er->parallel : 1;
     mp.kv_type = (uint32_t)kt;
+    er->mp = mp;
+    g_split_opts.backend = backend;
+    g_split_opts.vram_budget = oo->vram_budget;
+    g_split_opts.reserve = oo->reserve;
+    g_split_opts.n_slots = er->parallel;
+    if (st_split_wanted(&g_split_opts, er->reg, er->desc->hp.n_layer)) return engine_load_split(er, queue);
+    if (st_dev_open(&er->di.door, er->pick->module->api, er->pick->index) != ST_OK) {
+        elog("cannot open %s: %s", er->di.name, st_dev_error());
+        return 1; /* a device may be busy for a while: not a start-up failure that must repeat */
+    }
     /* the memory plan before the first allocation: its table goes to the log */
-    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.dev, &mp, stderr, &g_off, err, sizeof err)) {
+    if (st_offload_prepare(oo, er->desc, er->reg, er->pick, er->di.door.handle, &mp, stderr, &g_off, err, sizeof err)) {
         elog("%s", err);
         return ST_ENGINE_EXIT_START;
     }
     er->planned = 1;
-    er->m = st_offload_load(&g_off, er->desc, er->di.api, er->di.dev, er->pick->index, &mp, stderr, err, sizeof err);
+    er->m = st_offload_load(&g_off, er->desc, er->di.door.api, er->di.door.handle, er->pick->index, &mp, stderr, err, sizeof err);
+    if (!er->m) {
+        elog("%s", err);
+        return ST_ENGINE_EXIT_START;
+    }
+    return engine_start(er, queue);
+}
+
+/* The engine over a loaded model. 0, or ST_ENGINE_EXIT_START. */
+static int engine_start(engine_run *er, int queue) {
+    char err[512];
     int32_t eog[16], n_eog = 0;
     for (int32_t t = 0; er->m && t < (int32_t)st_tokenizer_vocab_size(er->tok) && n_eog < 16; t++)
         if (st_tokenizer_is_eog(er->tok, t)) eog[n_eog++] = t;
@@ -290,6 +363,15 @@ static int engine_serve(engine_run *er) {
         if (wd) st_watchdog_busy(wd, 1);
         step++;
         if (st_engine_step(er->e, emit, &ecx, err, sizeof err)) {
+            int rp = engine_replan(er, er->queue);
+            if (rp > 0) {
+                elog("step %llu failed: %s; the engine goes on with the new plan", (unsigned long long)step, err);
+                continue;
+            }
+            if (rp < 0) { /* a lost device and no plan without it: starting again would not help */
+                status = ST_ENGINE_EXIT_START;
+                break;
+            }
             /* the device may be in any state now: every request got its error; end so that the
              * front starts a fresh engine with a freshly opened device */
             elog("step %llu failed: %s; the engine exits (code %d) to be restarted", (unsigned long long)step, err,
@@ -312,6 +394,8 @@ int st_cmd_engine(int argc, char **argv) {
     const char *model = NULL, *dir = "/tmp", *backend = NULL, *kv_type = "f16";
     st_offload_opts oo;
     st_offload_opts_init(&oo);
+    st_cli_model_opts mo;
+    memset(&mo, 0, sizeof mo);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -329,7 +413,9 @@ int st_cmd_engine(int argc, char **argv) {
         else if (!strcmp(a, "--device") && more) device = atoi(argv[++i]);
         else if (!strcmp(a, "--backend") && more) backend = argv[++i];
         else if (!strcmp(a, "--kv-type") && more) kv_type = argv[++i];
-        else {
+        else if ((ko = st_cli_model_opt("engine", argc, argv, &i, &mo)) != 0) {
+            if (ko < 0) return 2;
+        } else {
             fprintf(stderr, "strata engine: unknown option '%s' (this command is started by `strata serve`)\n", a);
             return 2;
         }
@@ -355,6 +441,8 @@ int st_cmd_engine(int argc, char **argv) {
     er.model = model;
     er.parallel = parallel;
     er.hb = &hb;
+    er.queue = queue;
+    st_cli_split_opts(&mo, &oo, parallel, &g_split_opts);
     int status = engine_load(&er, &oo, backend, device, ctx, queue, kv_type);
     if (status == 0) status = engine_serve(&er);
     heartbeat_stop(&hb);

@@ -8,6 +8,7 @@
 
 #include "arch/arch.h"
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "cli/cli_common.h"
 #include "cli/cli_planned.h"
 #include "cli/commands.h"
@@ -213,7 +214,9 @@ static int load_like_commands(const char *model, const char *dev, const st_plan 
     printf("  %-16s %14.1f %14.1f %12.1f\n", "allocated", MIB(p->dev[0].allocated), MIB(qd->allocated), MIB(used));
     const st_backend_device *pick = s.pick;
     uint64_t fr = 0, tot = 0;
-    if (pick && s.api->mem_info(s.dev, &fr, &tot) == ST_OK && fr <= pick->props->mem_free) {
+    st_dev door;
+    st_dev_wrap(&door, s.api, s.dev, s.index, 0);
+    if (pick && st_dev_mem_info(&door, &fr, &tot) == ST_OK && fr <= pick->props->mem_free) {
         uint64_t runtime = 0;
         const st_plan_consumer *rc_ = st_plan_find(q, 0, "runtime");
         if (rc_) runtime = rc_->bytes;
@@ -354,13 +357,14 @@ int st_cmd_plan(int argc, char **argv) {
         in[i].mem_total = d->props->mem_total;
         in[i].mem_free = d->props->mem_free;
         in[i].unified = (d->props->caps & ST_CAP_UNIFIED) != 0;
+        in[i].bw_gbs = d->props->mem_bw_gbs; /* known on every device: the split minimizes modelled time */
         /* the runtime's own overhead: free memory before and after opening the device */
-        st_device *dev = NULL;
-        if (d->module->api->device_open(d->index, &dev) == ST_OK) {
+        st_dev door;
+        if (st_dev_open(&door, d->module->api, d->index) == ST_OK) {
             uint64_t fr = 0, tot = 0;
-            if (d->module->api->mem_info(dev, &fr, &tot) == ST_OK && fr < in[i].mem_free)
+            if (st_dev_mem_info(&door, &fr, &tot) == ST_OK && fr < in[i].mem_free)
                 in[i].runtime_overhead = in[i].mem_free - fr;
-            d->module->api->device_close(dev);
+            st_dev_close(&door);
         }
         in[i].runtime_overhead += extra_overhead;
     }

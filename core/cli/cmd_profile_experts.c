@@ -119,7 +119,7 @@ int st_cmd_profile_experts(int argc, char **argv) {
             continue;
         }
         if (n + n_gen > n_ctx) n = n_ctx - n_gen > 1 ? n_ctx - n_gen : 1; /* keep the front of a long line */
-        st_kv_clear(st_model_kv(s.m));
+        st_model_kv_clear(s.m);
         st_route_stats_break(rs);
         int32_t t = 0;
         int bad = st_model_eval(s.m, 0, ids, (int32_t)n, 0, 0, NULL, err, sizeof err) ||

@@ -8,6 +8,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/cli_planned.h"
+#include "engine/engine_split.h"
 #include "cli/commands.h"
 #include "engine/engine_offload.h"
 #include "kv/kv.h"
@@ -220,6 +221,12 @@ int st_cmd_run(int argc, char **argv) {
             "[prompt: %lld tokens, %.1f tok/s | generated: %lld tokens, %.1f tok/s | stop: %s | seed %llu | %s]\n",
             (long long)n_prompt, tp > 0 ? (double)n_prompt / tp : 0.0, (long long)n_gen,
             tg > 0 ? (double)n_dec / tg : 0.0, stop, (unsigned long long)r.sp.seed, s.device_text);
+    if (st_model_n_stages(s.m) > 1) {
+        double last[ST_PLAN_MAX_DEVICES] = {0};
+        char per[512];
+        st_split_times(s.m, last, per, sizeof per);
+        fprintf(stderr, "[time per device: %s]\n", per);
+    }
     st_model_expert_info ei;
     if (st_model_expert_info_get(s.m, &ei) == 0)
         fprintf(stderr, "[experts: %lld of %lld slots, hit rate %.3f (%llu hits, %llu misses, %llu uploaded), "

@@ -24,7 +24,7 @@ static int usage(FILE *f) {
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
             "                    [--cors '*'|ORIGIN,ORIGIN]\n"
             "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
-            "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe; -fa, -ngl, -b are ignored\n"
+            "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe, -ngl/-sm/-ts/-mg; -fa, -b are ignored\n"
             "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
             "STRATA_ARG_KV_TYPE; llama.cpp names like STRATA_ARG_CTX_SIZE). docs/agent.md lists them.\n"
             "Without -m, serves the built-in demo model (written by `strata gen-model --preset demo`).\n"
@@ -127,7 +127,8 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
         /* passed through to the engine; given again, the last one counts */
         static const char *const pass[] = {"--threads", "--backend", "--device", "--kv-type", "--vram-budget",
                                            "--vram-reserve-mib", "--expert-cache", "--expert-policy",
-                                           "--expert-profile", "--cpu-threads", "--n-cpu-moe", NULL};
+                                           "--expert-profile", "--cpu-threads", "--n-cpu-moe", "--n-gpu-layers",
+                                           "--split-mode", "--tensor-split", "--main-device", NULL};
         int i = 0;
         while (pass[i] && strcmp(pass[i] + 2, k)) i++;
         if (!pass[i]) return 1;
@@ -258,7 +259,8 @@ static const char *const k_known[] = {"--model", "--host", "--port", "--parallel
                                      "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe",
                                      "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
                                      "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
-                                     "--http-threads", "--cors", NULL};
+                                     "--http-threads", "--cors", "--n-gpu-layers", "--split-mode", "--tensor-split",
+                                     "--main-device", NULL};
 
 /* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
  * is not one, -1 when its value is missing. Its note is printed. */

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The conformance test calls the module's table directly, not through the device door
+ * (core/backend/dev.h): it tests the table itself (each slot as the module filled it, its
+ * statuses and texts unchanged), which the door would check, rename and retry around. */
 #include "conformance/conformance.h"
 
 #include <string.h>

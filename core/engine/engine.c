@@ -27,6 +27,7 @@ typedef struct slot {
     uint64_t t_admit, t_first;
     int32_t row; /* logits row this step, -1 when none */
     st_expert_window xw; /* expert statistics since admission (hybrid models) */
+    double dev_s[ST_ENGINE_MAX_STAGES]; /* split models: each stage's time in this request's steps */
 } slot;
 
 typedef struct queued {
@@ -51,6 +52,7 @@ struct st_engine {
     double s_per_tok; /* forward seconds per token of recent prefill steps (0 = not measured yet) */
     int traced;       /* the engine turned the model's expert trace on (per-request Belady) */
     st_engine_stats st;
+    double busy_last[ST_ENGINE_MAX_STAGES]; /* each stage's busy seconds at the last step's end */
 };
 
 static void put_err(char *err, size_t n, const char *msg) {
@@ -201,6 +203,28 @@ int st_engine_busy(const st_engine *e) {
     return 0;
 }
 
+/* A split model: each stage's time in the step just run, charged to every active request. */
+static void charge_stages(st_engine *e) {
+    st_model_stage_info si;
+    if (st_model_n_stages(e->m) < 2) return;
+    for (int32_t k = 0; k < ST_ENGINE_MAX_STAGES && st_model_stage_get(e->m, k, &si) == 0; k++) {
+        const double d = si.busy_s - e->busy_last[k];
+        e->busy_last[k] = si.busy_s;
+        for (int32_t i = 0; i < e->cfg.n_slots; i++)
+            if (e->slots[i].active) e->slots[i].dev_s[k] += d;
+    }
+}
+
+/* "sim0 12.1 ms, sim1 4.0 ms" of a request, "" when the model is on one device. */
+static void stage_times(const st_engine *e, const slot *s, char *buf, size_t len) {
+    st_model_stage_info si;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int32_t k = 0; st_model_n_stages(e->m) > 1 && k < ST_ENGINE_MAX_STAGES && at < len &&
+                        st_model_stage_get(e->m, k, &si) == 0; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %.1f ms", k ? ", " : "", si.device, s->dev_s[k] * 1e3);
+}
+
 static void emit_done(st_engine *e, slot *s, int finish, const char *msg, st_engine_emit_fn emit, void *user) {
     st_engine_event ev;
     memset(&ev, 0, sizeof ev);
@@ -216,6 +240,7 @@ static void emit_done(st_engine *e, slot *s, int finish, const char *msg, st_eng
     ev.decode_ms = (double)(now - first) / 1e6;
     if (msg) snprintf(ev.msg, sizeof ev.msg, "%s", msg);
     st_expert_window_close(&s->xw, e->m, &ev.experts);
+    stage_times(e, s, ev.devices, sizeof ev.devices);
     emit(user, &ev);
     e->st.requests_done++;
     slot_release(s);
@@ -262,7 +287,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         slot *s = &e->slots[si];
         int32_t reuse = lcp < q->r.n_prompt - 1 ? lcp : q->r.n_prompt - 1;
         if (reuse < 0) reuse = 0;
-        st_kv_seq_truncate(st_model_kv(e->m), si, reuse);
+        st_model_seq_truncate(e->m, si, reuse);
         s->n_cached = reuse;
         s->active = 1;
         s->cancel = 0;
@@ -277,6 +302,7 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         s->smp = q->smp; /* made at submit (grammar, biases) */
         s->t_admit = st_now_ns();
         s->t_first = 0;
+        memset(s->dev_s, 0, sizeof s->dev_s);
         st_expert_window_open(&s->xw, e->m);
         e->st.tokens_reused += (uint64_t)reuse;
     }
@@ -370,7 +396,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         for (int32_t i = 0; i < e->cfg.n_slots; i++) {
             slot *s = &e->slots[i];
             if (!s->active) continue;
-            st_kv_seq_truncate(st_model_kv(e->m), i, 0);
+            st_model_seq_truncate(e->m, i, 0);
             s->n_cached = 0;
             emit_done(e, s, ST_FINISH_ERROR, ferr, emit, user);
         }
@@ -418,6 +444,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
     }
     uint64_t t2 = st_now_ns();
     e->st.sample_s += (double)(t2 - t1) / 1e9;
+    charge_stages(e);
     if (decode_only) {
         int k = n_rows < ST_ENGINE_HIST - 1 ? n_rows : ST_ENGINE_HIST - 1;
         e->st.decode_steps[k]++;

@@ -74,6 +74,8 @@ size_t st_engine_experts_format(const st_engine_experts *x, char *buf, size_t le
 enum { ST_EV_TOKEN = 1, ST_EV_DONE = 2 };
 enum { ST_FINISH_STOP = 0, ST_FINISH_LENGTH = 1, ST_FINISH_CANCEL = 2, ST_FINISH_ERROR = 3 };
 
+#define ST_ENGINE_MAX_STAGES 16 /* devices of a split model whose time a request reports */
+
 typedef struct st_engine_event {
     int32_t kind;       /* ST_EV_TOKEN or ST_EV_DONE */
     uint64_t id;
@@ -87,6 +89,8 @@ typedef struct st_engine_event {
     char msg[256];      /* DONE with ERROR: what failed */
     st_engine_experts experts; /* DONE: the request's expert statistics (valid = 0 when none) */
     st_token_logprobs lp;      /* TOKEN: its log probabilities when the request asked (lp.valid) */
+    char devices[160];         /* DONE, model split over devices: the time each device's stage spent in
+                                  the steps the request took part in ("sim0 12.1 ms, sim1 4.0 ms"), else "" */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);

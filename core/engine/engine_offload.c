@@ -119,12 +119,12 @@ static const st_backend_device *cpu_device(st_backend_registry *reg) {
 /* Device memory the driver takes after the plan's measurement (see st_offload_prepare). */
 #define ST_OFFLOAD_DRIVER_GROWTH (64ull << 20)
 
-static uint64_t stream_bytes(const st_backend_api *api, st_device *dev) {
+static uint64_t stream_bytes(st_dev *dv) {
     uint64_t f0 = 0, f1 = 0, t = 0;
     st_stream *s = NULL;
-    if (api->mem_info(dev, &f0, &t) != ST_OK || api->stream_create(dev, &s) != ST_OK) return 0;
-    st_status st = api->mem_info(dev, &f1, &t);
-    api->stream_destroy(s);
+    if (st_dev_mem_info(dv, &f0, &t) != ST_OK || st_dev_stream_create(dv, &s) != ST_OK) return 0;
+    st_status st = st_dev_mem_info(dv, &f1, &t);
+    st_dev_stream_destroy(dv, s);
     return st == ST_OK && f1 < f0 ? f0 - f1 : 0;
 }
 
@@ -183,25 +183,31 @@ static int initial_placement(const st_offload_opts *o, const st_model_desc *d, i
     return 0;
 }
 
-/* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
-static int bind_arena(st_offload *out, const st_backend_api *api, st_device *dev, FILE *log, char *err,
-                      size_t errlen) {
-    const st_plan *p = out->plan;
-    const st_plan_device *pd = &p->dev[0];
+int st_offload_bind(const st_plan *p, int32_t d, const st_backend_api *api, st_device *dev, st_plan_arena **arena,
+                    st_backend_api *bound, char *err, size_t errlen) {
+    const st_plan_device *pd = &p->dev[d];
     st_status st = ST_OK;
-    out->arena = st_plan_arena_create(p, 0, api, dev, &st, err, errlen);
-    if (!out->arena) return -1;
+    *arena = st_plan_arena_create(p, d, api, dev, &st, err, errlen);
+    if (!*arena) return -1;
     /* every allocated consumer, in the plan's order: the fallback for buffers not named */
     const char *chain[ST_PLAN_MAX_CONSUMERS];
     int n = 0;
     for (int32_t i = 0; i < pd->n_consumers; i++)
         if (st_plan_kind_allocated(pd->c[i].kind) && pd->c[i].bytes > 0) chain[n++] = pd->c[i].name;
-    if (n == 0 || st_plan_api_bind(out->arena, api, dev, chain, n, &out->api, err, errlen)) {
+    if (n == 0 || st_plan_api_bind(*arena, api, dev, chain, n, bound, err, errlen)) {
         if (n == 0) snprintf(err, errlen, "the memory plan allocates nothing on %s", pd->in.name);
-        st_plan_arena_free(out->arena);
-        out->arena = NULL;
+        st_plan_arena_free(*arena);
+        *arena = NULL;
         return -1;
     }
+    return n;
+}
+
+/* The plan's blocks on device 0 and the table carving from them (out->plan is ok). */
+static int bind_arena(st_offload *out, const st_backend_api *api, st_device *dev, FILE *log, char *err,
+                      size_t errlen) {
+    int n = st_offload_bind(out->plan, 0, api, dev, &out->arena, &out->api, err, errlen);
+    if (n < 0) return -1;
     out->dev = dev;
     if (log)
         fprintf(log, "memory: %d device allocations of %.1f MiB made from the plan, one per consumer; the model's "
@@ -214,12 +220,13 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
                        st_offload *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     out->expert_slots = -1;
-    const st_backend_api *api = pick->module->api;
+    st_dev dv;
+    st_dev_wrap(&dv, pick->module->api, dev, pick->index, 0);
     const int unified = (pick->props->caps & ST_CAP_UNIFIED) && !mp->no_in_place;
     if (unified && !o->given) return 0; /* weights are read in place: nothing to plan on the device */
     st_plan_device_in in;
     memset(&in, 0, sizeof in);
-    snprintf(in.name, sizeof in.name, "%.8s%u (%.40s)", api->name, pick->index, pick->props->name);
+    snprintf(in.name, sizeof in.name, "%.12s (%.40s)", dv.name, pick->props->name);
     snprintf(out->device, sizeof out->device, "%s", in.name);
     out->unified = unified;
     in.mem_total = pick->props->mem_total;
@@ -227,12 +234,12 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
     in.unified = unified;
     /* the runtime's own overhead: free memory at probe time against now (the device is open) */
     uint64_t fr = 0, tot = 0;
-    if (api->mem_info(dev, &fr, &tot) == ST_OK && fr < in.mem_free) in.runtime_overhead = in.mem_free - fr;
+    if (st_dev_mem_info(&dv, &fr, &tot) == ST_OK && fr < in.mem_free) in.runtime_overhead = in.mem_free - fr;
     /* the model's streams may hold device memory of the module's own (CUDA: a workspace per
        stream), outside mem_alloc: measured on one, counted for the compute stream and, for a
        model with experts, the upload stream of a cache (not on a device that reads host memory,
        whose free memory is the host's and moves on its own) */
-    const uint64_t per_stream = unified ? 0 : stream_bytes(api, dev);
+    const uint64_t per_stream = unified ? 0 : stream_bytes(&dv);
     in.runtime_overhead += per_stream * (d->hp.n_expert > 0 ? 2u : 1u);
     if (log && per_stream)
         fprintf(log, "runtime: a stream holds %.1f MiB of device memory of its own (measured); counted for %d\n",
@@ -295,11 +302,11 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
                  (long long)pd->expert_slots_max, in.name);
         return -1;
     }
-    if (cd->module->api->device_open(cd->index, &out->cpu_dev) != ST_OK) {
-        snprintf(err, errlen, "opening the CPU module for expert misses: %s", cd->module->api->last_error());
-        out->cpu_dev = NULL;
+    if (st_dev_open(&out->cpu, cd->module->api, cd->index) != ST_OK) {
+        snprintf(err, errlen, "opening the CPU module for expert misses: %s", st_dev_error());
         return -1;
     }
+    out->cpu_dev = out->cpu.handle;
     out->cpu_api = cd->module->api;
     out->cpu_index = cd->index;
     /* a few of the slots stage misses on the device: uploaded and computed there, beside the
@@ -326,7 +333,7 @@ int st_offload_prepare(const st_offload_opts *o, const st_model_desc *d, st_back
         fprintf(log, "experts: %lld of %lld slots on %s (%.2f MiB each, %s) and %d staging slots; misses on %s (%s)\n",
                 (long long)slots, (long long)pd->expert_slots_max, in.name, MIB(slot),
                 st_expert_policy_name(mp->expert_policy),
-                stage, cd->module->api->name, cd->props->name);
+                stage, out->cpu.name, cd->props->name);
     return 0;
 }
 
@@ -355,7 +362,7 @@ st_model *st_offload_load(st_offload *o, const st_model_desc *desc, const st_bac
 
 void st_offload_release(st_offload *o) {
     unbind_arena(o);
-    if (o->cpu_dev) o->cpu_api->device_close(o->cpu_dev);
+    st_dev_close(&o->cpu);
     st_expert_profile_free(o->profile);
     st_plan_free(o->plan);
     memset(o, 0, sizeof *o);

@@ -15,6 +15,7 @@
 
 #include "arch/arch.h"
 #include "backend/backend_registry.h"
+#include "backend/dev.h"
 #include "experts/expert_profile.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -44,6 +45,11 @@ int st_offload_opt(const char *cmd, int argc, char **argv, int *i, st_offload_op
 /* Help lines of the options. */
 void st_offload_opts_help(FILE *f);
 
+/* The blocks of device d of plan p (which is ok) on dev, and *bound: a copy of api carving the
+ * model's buffers from them (st_plan_api_bind). The number of blocks, or -1 with err. */
+int st_offload_bind(const st_plan *p, int32_t d, const st_backend_api *api, st_device *dev, st_plan_arena **arena,
+                    st_backend_api *bound, char *err, size_t errlen);
+
 /* What a plan decided for a model; owned by the caller (st_offload_release). */
 typedef struct st_offload {
     st_plan *plan;                /* NULL when no plan was built (weights read in place) */
@@ -51,6 +57,7 @@ typedef struct st_offload {
     const st_backend_api *cpu_api;/* the module computing misses, or NULL */
     st_device *cpu_dev;
     uint32_t cpu_index;
+    st_dev cpu;                   /* its door (opened here, closed by st_offload_release) */
     int64_t expert_slots;         /* what the model was given (-1 = every expert resident) */
     char device[96];              /* the plan's device name */
     /* the plan's blocks on the device (one allocation per allocated consumer) and the device's

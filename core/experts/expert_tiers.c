@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/dev.h"
 #include "experts/expert_cache.h"
 #include "platform/mapfile.h"
 #include "quant/quant.h"
@@ -85,8 +86,7 @@ int st_expert_cpu_ffn(const st_expert_slice *s, const float *x, int64_t n, float
 
 struct st_expert_ram {
     const st_model_desc *d;
-    const st_backend_api *api;
-    st_device *dev;
+    st_dev dev;             /* the door to the device pinning the arena (api NULL: none) */
     int pinned;
     int64_t n_slots;
     uint64_t slot_bytes;
@@ -104,8 +104,6 @@ st_expert_ram *st_expert_ram_create(const st_model_desc *d, int64_t n_slots, con
     st_expert_ram *r = calloc(1, sizeof *r);
     if (!r) goto oom;
     r->d = d;
-    r->api = api;
-    r->dev = dev;
     r->slot_bytes = (d->bytes_expert_slice + 255) / 256 * 256;
     const int64_t all = (int64_t)d->hp.n_layer * d->hp.n_expert;
     r->n_slots = n_slots > all ? all : n_slots;
@@ -123,13 +121,14 @@ st_expert_ram *st_expert_ram_create(const st_model_desc *d, int64_t n_slots, con
     }
     const uint64_t bytes = r->slot_bytes * (uint64_t)r->n_slots;
     char why[256] = "";
-    if (bytes > 0 && api && dev && api->host_alloc && api->host_free) {
+    if (api && dev) st_dev_wrap(&r->dev, api, dev, 0, 0);
+    if (bytes > 0 && api && dev && st_dev_has_host_alloc(&r->dev)) {
         void *ptr = NULL;
-        if (api->host_alloc(dev, bytes, &ptr) == ST_OK && ptr) {
+        if (st_dev_host_alloc(&r->dev, bytes, &ptr) == ST_OK && ptr) {
             r->arena = ptr;
             r->pinned = 1;
         } else {
-            snprintf(why, sizeof why, "pinned host memory refused (%s); ", api->last_error());
+            snprintf(why, sizeof why, "pinned host memory refused (%s); ", st_dev_error());
         }
     } else if (bytes > 0) {
         snprintf(why, sizeof why, "no pinned host memory from this backend; ");
@@ -154,7 +153,7 @@ oom:
 
 void st_expert_ram_free(st_expert_ram *r) {
     if (!r) return;
-    if (r->pinned) r->api->host_free(r->dev, r->arena);
+    if (r->pinned) st_dev_host_free(&r->dev, r->arena);
     else free(r->arena);
     st_expert_cache_free(r->table);
     free(r);

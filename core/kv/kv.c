@@ -10,8 +10,7 @@
 
 struct st_kv {
     st_kv_params p;
-    const st_backend_api *api;
-    st_device *dev;
+    st_dev *dev;            /* borrowed: the device door of the cache's owner */
     void **k, **v;          /* [n_layer] device buffers */
     uint64_t layer_bytes;   /* bytes of one layer's K (same for V) */
     size_t row_bytes;       /* bytes of one cell's [n_head_kv][head_dim] */
@@ -51,8 +50,7 @@ uint64_t st_kv_bytes_for(const st_kv_params *in) {
            (uint64_t)p.n_seq * (uint64_t)p.n_ctx * sizeof(int32_t);
 }
 
-st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream,
-                    const st_kv_params *pin, char *err, size_t errlen) {
+st_kv *st_kv_create(st_dev *dev, st_stream *stream, const st_kv_params *pin, char *err, size_t errlen) {
     st_kv_params p = *pin;
     resolve(&p);
     if (p.type != ST_TYPE_F16 && p.type != ST_TYPE_F32 && p.type != ST_TYPE_Q8_0) {
@@ -72,7 +70,6 @@ st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream
     st_kv *kv = calloc(1, sizeof *kv);
     if (!kv) goto oom;
     kv->p = p;
-    kv->api = api;
     kv->dev = dev;
     kv->row_bytes = st_row_size(p.type, p.head_dim) * (size_t)p.n_head_kv;
     kv->layer_bytes = (uint64_t)kv->row_bytes * (uint64_t)p.n_cells;
@@ -98,23 +95,23 @@ st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream
                 kv->v[l] = kv->k[l];
                 break;
             }
-            st_status s = api->mem_alloc(dev, kv->layer_bytes, dst);
-            if (s == ST_OK) s = api->memset_d(stream, *dst, 0, kv->layer_bytes);
+            st_status s = st_dev_alloc(dev, kv->layer_bytes, dst);
+            if (s == ST_OK) s = st_dev_memset(dev, stream, *dst, 0, kv->layer_bytes);
             if (s != ST_OK) {
                 snprintf(err, errlen, "KV cache: allocating %.1f MiB for layer %d %s failed: %s",
-                         (double)kv->layer_bytes / 1048576.0, l, w ? "V" : "K", api->last_error());
+                         (double)kv->layer_bytes / 1048576.0, l, w ? "V" : "K", st_dev_error());
                 st_kv_free(kv);
                 return NULL;
             }
         }
     }
     uint64_t tbytes = (uint64_t)p.n_seq * (uint64_t)p.n_ctx * sizeof(int32_t);
-    st_status s = api->mem_alloc(dev, tbytes, (void **)&kv->table_dev);
-    if (s == ST_OK) s = api->copy_h2d(stream, kv->table_dev, kv->table, tbytes);
-    if (s == ST_OK) s = api->stream_sync(stream);
+    st_status s = st_dev_alloc(dev, tbytes, (void **)&kv->table_dev);
+    if (s == ST_OK) s = st_dev_h2d(dev, stream, kv->table_dev, kv->table, tbytes);
+    if (s == ST_OK) s = st_dev_sync(dev, stream);
     if (s != ST_OK) {
         snprintf(err, errlen, "KV cache: cell table (%llu bytes): %s", (unsigned long long)tbytes,
-                 api->last_error());
+                 st_dev_error());
         st_kv_free(kv);
         return NULL;
     }
@@ -129,10 +126,10 @@ oom:
 void st_kv_free(st_kv *kv) {
     if (!kv) return;
     for (int32_t l = 0; kv->k && kv->v && l < kv->p.n_layer; l++) {
-        if (kv->k[l]) kv->api->mem_free(kv->dev, kv->k[l]);
-        if (kv->v[l] && kv->v[l] != kv->k[l]) kv->api->mem_free(kv->dev, kv->v[l]);
+        if (kv->k[l]) st_dev_free(kv->dev, kv->k[l]);
+        if (kv->v[l] && kv->v[l] != kv->k[l]) st_dev_free(kv->dev, kv->v[l]);
     }
-    if (kv->table_dev) kv->api->mem_free(kv->dev, kv->table_dev);
+    if (kv->table_dev) st_dev_free(kv->dev, kv->table_dev);
     free(kv->k);
     free(kv->v);
     free(kv->table);
@@ -229,7 +226,7 @@ st_status st_kv_sync(st_kv *kv, st_stream *stream) {
         int64_t off = (int64_t)s * p->n_ctx + kv->dirty_lo[s];
         int32_t n = kv->dirty_hi[s] - kv->dirty_lo[s];
         st_status st = n <= 0 ? ST_OK
-                              : kv->api->copy_h2d(stream, kv->table_dev + off, kv->table + off,
+                              : st_dev_h2d(kv->dev, stream, kv->table_dev + off, kv->table + off,
                                                   (uint64_t)n * sizeof(int32_t));
         if (st != ST_OK) return st;
         kv->dirty[s] = 0;

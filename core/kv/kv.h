@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/dev.h"
 #include "strata/backend.h"
 
 #ifdef __cplusplus
@@ -40,12 +41,11 @@ int st_kv_type_from_name(const char *name);
 /* Bytes of the cache for these parameters (all layers, K and V), without allocating. */
 uint64_t st_kv_bytes_for(const st_kv_params *p);
 
-/* Allocates the cache on `dev` through `api` (zero-filled on `stream`) and the device copy of
- * the cell table. Returns NULL with a message in err (naming the size and the device's
+/* Allocates the cache on `dev` (zero-filled on `stream`; `dev` is borrowed and must outlive the
+ * cache) and the device copy of the cell table. Returns NULL with a message in err (naming the size and the device's
  * error) on failure. The caller owns the result; st_kv_free releases it before the device
  * closes. */
-st_kv *st_kv_create(const st_backend_api *api, st_device *dev, st_stream *stream,
-                    const st_kv_params *p, char *err, size_t errlen);
+st_kv *st_kv_create(st_dev *dev, st_stream *stream, const st_kv_params *p, char *err, size_t errlen);
 /* Frees device memory and the handle. NULL is ok. */
 void st_kv_free(st_kv *kv);
 
@@ -66,7 +66,7 @@ int64_t st_kv_cells_free(const st_kv *kv);
 
 /* Queues uploads of the changed table rows on `stream`. The host rows stay borrowed until
  * the stream syncs, so callers sync before the next st_kv_cell. Returns the copy's status
- * (text through api->last_error). */
+ * (text through st_dev_error). */
 st_status st_kv_sync(st_kv *kv, st_stream *stream);
 
 /* Device address of the cell table [n_seq][n_ctx] (row stride n_ctx). */

@@ -81,10 +81,60 @@ typedef struct st_model st_model;
  * allocation and the backend's error text). `desc` and its st_gguf must outlive the model. */
 st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
                         uint32_t dev_index, const st_model_params *p, char *err, size_t errlen);
+/* One device's share of a model split by layers. */
+typedef struct st_model_stage {
+    const st_backend_api *api; /* the module's table (or a plan-bound copy of it) */
+    st_device *dev;            /* opened by the caller, closed after st_model_free */
+    uint32_t index;            /* the device's index in its module */
+    int32_t n_layers;          /* contiguous layers here, after the previous stage's */
+    int32_t offload;           /* split models: nonzero = this device caches its layers' experts in
+                                  expert_slots slots, misses on the params' cpu_api module; 0 = every
+                                  expert of its layers resident (a single stage follows the params) */
+    int64_t expert_slots;
+} st_model_stage;
+
+/* Loads `desc` split by layers over stages[0..n): stage 0 holds the token embedding and the
+ * first n_layers layers, the last stage the output; each holds its layers' weights, KV cache
+ * and work buffers on its device. A forward runs the stages in order and moves the hidden
+ * state once per boundary (a peer copy within one memory domain, else through host memory);
+ * its tokens are those of a single-device run. Stages with no layers are skipped. Each stage
+ * of a split may cache its own layers' experts (st_model_stage.offload; the params' cpu_api
+ * computes every stage's misses). The result is used like any st_model; NULL with err naming
+ * the stage's device on failure. */
+st_model *st_model_load_split(const st_model_desc *desc, const st_model_stage *stages, int32_t n_stages,
+                              const st_model_params *p, char *err, size_t errlen);
+
+/* Whether st's module has every op (and weight type) that layers [l0, l0 + st->n_layers) need, with
+ * the embedding when `first` and the output when `last`, before anything is allocated: 0, or -1
+ * with err naming the module, its ABI, the op and what needs it. */
+int st_model_check_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                         uint32_t kv_type, char *err, size_t errlen);
+
+/* One stage of a loaded model, for reports. */
+typedef struct st_model_stage_info {
+    char device[32];           /* "sim1" */
+    char name[64];             /* the device's name */
+    int32_t layer_first, n_layers;
+    uint64_t bytes;            /* device bytes the stage allocated (weights, KV, work, logits) */
+    double busy_s;             /* seconds its steps took since load (0 when not split) */
+    uint64_t xfer_bytes;       /* hidden-state bytes it received from the previous stage */
+    int peer;                  /* receives by peer copy (else through host memory) */
+    int lost;                  /* its device reported itself lost (ST_DEVICE_LOST): every later call fails */
+} st_model_stage_info;
+/* Stages of the model (1 when not split), and stage i's facts (0, or -1 out of range). */
+int32_t st_model_n_stages(const st_model *m);
+int st_model_stage_get(const st_model *m, int32_t i, st_model_stage_info *out);
+/* The KV caches of every stage: forget positions >= n_pos of `seq`, or everything. */
+void st_model_seq_truncate(st_model *m, int32_t seq, int32_t n_pos);
+void st_model_kv_clear(st_model *m);
+/* Bytes one position occupies in the KV caches of every stage (every layer's K and V). */
+uint64_t st_model_kv_bytes_per_pos(const st_model *m);
+
 /* Releases everything the model allocated on the device and the handle. NULL is ok. */
 void st_model_free(st_model *m);
 
-/* The description, resolved parameters, KV cache (owned by the model) and device facts. */
+/* The description, resolved parameters, KV cache (owned by the model; the first stage's of a
+ * split model: change positions through st_model_seq_truncate) and device facts. */
 const st_model_desc *st_model_desc_of(const st_model *m);
 const st_model_params *st_model_params_of(const st_model *m);
 st_kv *st_model_kv(st_model *m);
@@ -155,8 +205,8 @@ uint64_t st_model_expert_slot_bytes(const st_model_desc *d);
  * staging table). */
 uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch);
 
-/* Fills *out; returns 0, or -1 when the model runs every expert on the device (out->slots = -1,
- * counters 0). */
+/* Fills *out (a split model's caches summed over its stages); returns 0, or -1 when the model
+ * runs every expert on its devices (out->slots = -1, counters 0). */
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out);
 /* The expert cache of a hybrid model (borrowed; NULL otherwise), e.g. for its metrics. */
 const st_expert_cache *st_model_expert_cache(const st_model *m);

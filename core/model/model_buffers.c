@@ -15,10 +15,10 @@ static int buf_i32(st_model *m, int32_t **out, int64_t n, const char *what, char
 }
 
 static int upload_i32(st_model *m, int32_t *dst, const int32_t *src, int64_t n, char *err, size_t errlen) {
-    st_status s = m->api->copy_h2d(m->stream, dst, src, (uint64_t)n * sizeof(int32_t));
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_h2d(&m->dev, m->stream, dst, src, (uint64_t)n * sizeof(int32_t));
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading index tables: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading index tables: %s", st_dev_error());
         return -1;
     }
     return 0;
@@ -62,7 +62,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
 
     st_kv_params kp;
     memset(&kp, 0, sizeof kp);
-    kp.n_layer = hp->n_layer;
+    kp.n_layer = m->l1 - m->l0; /* this stage's layers: the cache is indexed il - l0 */
     kp.n_head_kv = hp->n_head_kv;
     kp.head_dim = hp->head_dim;
     kp.type = m->p.kv_type;
@@ -70,7 +70,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
     kp.n_ctx = m->p.n_ctx;
     kp.k_only = hp->n_lora_kv > 0; /* MLA: the cache holds the latent rows only */
     st_model_consumer(m, "kv");
-    m->kv = st_kv_create(m->api, m->dev, m->stream, &kp, err, errlen);
+    m->kv = st_kv_create(&m->dev, m->stream, &kp, err, errlen);
     if (!m->kv) return -1;
 
     w->inp_host = calloc((size_t)(5 * n + no), sizeof(int32_t));
@@ -130,6 +130,7 @@ int st_model_buffers_create(st_model *m, char *err, size_t errlen) {
         if (rc) return -1;
     }
     if (hp->n_lora_kv > 0 && mla_buffers(m, err, errlen)) return -1;
+    if (!m->last) return 0; /* the output's buffers live on the last stage */
     st_model_consumer(m, "logits");
     if (buf_f32(m, &w->sel, no * E, "output rows", err, errlen)) return -1;
     if (buf_f32(m, &w->logits, no * hp->n_vocab, "logits", err, errlen)) return -1;

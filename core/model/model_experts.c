@@ -64,6 +64,7 @@ struct st_model_hx {
     int32_t *cpu_table;     /* [n_expert] identity: the CPU reads every expert from the file */
     float *miss_g, *miss_u; /* [A][n_ff_exp] */
     st_expert_load *loads;  /* [n_expert] */
+    st_dev cpu;             /* the door to the module computing the misses */
     st_stream *cpu_stream;
     int64_t n_hit, n_miss;  /* of the layer in flight */
     int64_t n_loads;        /* admissions of the layer in flight, copied by st_model_experts_admit */
@@ -120,10 +121,10 @@ static int upload_expert_on(st_model *m, st_stream *st, int32_t layer, int32_t e
         const uint64_t b = slice_bytes(t);
         const char *src = (const char *)t->data + b * (uint64_t)expert;
         char *dst = (char *)h->arena[i] + h->stride[i] * (uint64_t)slot;
-        st_status s = m->api->copy_h2d(st, dst, src, b);
+        st_status s = st_dev_h2d(&m->dev, st, dst, src, b);
         if (s != ST_OK) {
             snprintf(err, errlen, "layer %d: uploading expert %d into slot %lld: %s", layer, expert, (long long)slot,
-                     m->api->last_error());
+                     st_dev_error());
             return -1;
         }
     }
@@ -140,10 +141,10 @@ static int upload_table(st_model *m, char *err, size_t errlen) {
     if (!st_expert_cache_table_dirty(h->cache)) return 0;
     const size_t n = (size_t)m->hp.n_layer * (size_t)m->hp.n_expert;
     memcpy(h->table, st_expert_cache_table(h->cache), n * sizeof *h->table);
-    st_status s = m->api->copy_h2d(h->up_stream ? h->up_stream : m->stream, h->table_dev, h->table,
+    st_status s = st_dev_h2d(&m->dev, h->up_stream ? h->up_stream : m->stream, h->table_dev, h->table,
                                    n * sizeof *h->table);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading the expert slot table: %s", st_dev_error());
         return -1;
     }
     st_expert_cache_table_clean(h->cache);
@@ -151,16 +152,36 @@ static int upload_table(st_model *m, char *err, size_t errlen) {
 }
 
 static int need_cpu_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
-    const st_backend_api *c = m->p.cpu_api;
-    void *slot = NULL;
-    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
-    if (c->ops->size >= off + sizeof(void *)) memcpy(&slot, (const char *)c->ops + off, sizeof slot);
-    if (!slot || !c->op_supported(m->p.cpu_index, op, type)) {
-        snprintf(err, errlen, "the CPU module '%s' cannot run op %u with %s (needed for %s misses)", c->name, op,
-                 st_type_name(type), what);
+    if (!st_dev_supports(&m->hx->cpu, op, type)) {
+        snprintf(err, errlen, "the CPU module '%s' cannot run %s with %s (needed for %s misses)", m->hx->cpu.api->name,
+                 st_op_name(op), st_type_name(type), what);
         return -1;
     }
     return 0;
+}
+
+/* The table starts empty (every entry -1); a profile fills free slots in rank order, with the
+ * experts of this stage's layers only (a split model's other stages cache their own). */
+static int seed_from_profile(st_model *m, char *err, size_t errlen) {
+    st_model_hx *h = m->hx;
+    const st_expert_profile *pf = m->p.expert_profile;
+    if (!pf || h->n_slots <= 0) return 0;
+    if (st_expert_profile_check(pf, m->hp.n_layer, m->hp.n_expert, err, errlen)) return -1;
+    int32_t *lay = malloc((size_t)(pf->n > 0 ? pf->n : 1) * sizeof *lay);
+    int32_t *exp = malloc((size_t)(pf->n > 0 ? pf->n : 1) * sizeof *exp);
+    int64_t n = 0;
+    for (int64_t i = 0; lay && exp && i < pf->n; i++)
+        if (pf->layer[i] >= m->l0 && pf->layer[i] < m->l1) lay[n] = pf->layer[i], exp[n++] = pf->expert[i];
+    int rc = lay && exp ? 0 : -1;
+    if (rc) snprintf(err, errlen, "out of host memory seeding the expert cache");
+    const int64_t n_loads = rc ? 0 : st_expert_cache_seed(h->cache, lay, exp, n, h->loads, h->n_slots);
+    for (int64_t i = 0; rc == 0 && i < n_loads; i++) {
+        if (!m->desc->layers[h->loads[i].layer].is_moe) continue;
+        rc = upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen);
+    }
+    free(lay);
+    free(exp);
+    return rc;
 }
 
 int st_model_experts_create(st_model *m, char *err, size_t errlen) {
@@ -172,20 +193,18 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
                  (long long)m->p.expert_slots);
         return -1;
     }
-    st_device_props cp;
-    memset(&cp, 0, sizeof cp);
-    cp.size = sizeof cp;
-    if (m->p.cpu_api->device_props(m->p.cpu_index, &cp) != ST_OK || !(cp.caps & ST_CAP_UNIFIED)) {
-        snprintf(err, errlen, "the module computing expert misses ('%s') must read host memory (ST_CAP_UNIFIED)",
-                 m->p.cpu_api->name);
-        return -1;
-    }
     st_model_hx *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
     m->hx = h;
+    if (st_dev_wrap(&h->cpu, m->p.cpu_api, m->p.cpu_dev, m->p.cpu_index, 1) != ST_OK ||
+        !(h->cpu.props.caps & ST_CAP_UNIFIED)) {
+        snprintf(err, errlen, "the module computing expert misses ('%s') must read host memory (ST_CAP_UNIFIED)",
+                 m->p.cpu_api->name);
+        return -1;
+    }
     for (int64_t l = 0; l < L; l++) {
         const st_layer_desc *Ld = &m->desc->layers[l];
         if (!Ld->is_moe) continue;
@@ -249,7 +268,7 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
 #define RND(x) (((x) + 255u) / 256u * 256u)
     const uint64_t total_b = RND(sz_ids) + RND(sz_cur) + RND(sz_out) + RND(sz_row) + RND(sz_tab);
     char *blk = NULL;
-    if (m->api->host_alloc && m->api->host_alloc(m->dev, total_b, &h->pinned) == ST_OK && h->pinned) {
+    if (st_dev_has_host_alloc(&m->dev) && st_dev_host_alloc(&m->dev, total_b, &h->pinned) == ST_OK && h->pinned) {
         blk = h->pinned;
     } else {
         h->pinned = NULL;
@@ -284,20 +303,18 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
     }
     for (int64_t a = 0; a < A; a++) h->miss_ident[a] = (int32_t)a;
     for (int64_t e = 0; e < X; e++) h->cpu_table[e] = (int32_t)e;
-    if (m->p.cpu_api->stream_create(m->p.cpu_dev, &h->cpu_stream) != ST_OK) {
-        snprintf(err, errlen, "creating a stream on the CPU module '%s': %s", m->p.cpu_api->name,
-                 m->p.cpu_api->last_error());
+    if (st_dev_stream_create(&h->cpu, &h->cpu_stream) != ST_OK) {
+        snprintf(err, errlen, "creating a stream on the CPU module '%s': %s", m->p.cpu_api->name, st_dev_error());
         h->cpu_stream = NULL;
         return -1;
     }
 
     /* a second stream for admissions, when the device has events */
-    if (m->api->event_create && m->api->event_record && m->api->event_wait && m->api->event_sync &&
-        m->api->event_destroy) {
-        if (m->api->stream_create(m->dev, &h->up_stream) != ST_OK) h->up_stream = NULL;
-        else if (m->api->event_create(m->dev, &h->up_event) != ST_OK) {
+    {
+        if (st_dev_stream_create(&m->dev, &h->up_stream) != ST_OK) h->up_stream = NULL;
+        else if (st_dev_event_create(&m->dev, &h->up_event) != ST_OK) {
             h->up_event = NULL;
-            m->api->stream_destroy(h->up_stream);
+            st_dev_stream_destroy(&m->dev, h->up_stream);
             h->up_stream = NULL;
         }
     }
@@ -305,12 +322,12 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
      * then asynchronous DMA instead of staged through the driver. Ranges are widened to 64 KiB
      * (every page size in use) within the file's mapping and merged, since a page may not be
      * registered twice. */
-    if (m->p.expert_pin && m->api->host_register && m->api->host_unregister && !(m->props.caps & ST_CAP_UNIFIED)) {
+    if (m->p.expert_pin && st_dev_has_host_register(&m->dev) && !(m->dev.props.caps & ST_CAP_UNIFIED)) {
         const uintptr_t pg = 65536;
         int64_t nr = 0;
         uintptr_t(*rg)[2] = malloc((size_t)(3 * L) * sizeof *rg);
         h->reg_ptr = malloc((size_t)(3 * L) * sizeof *h->reg_ptr);
-        for (int64_t l = 0; rg && h->reg_ptr && l < L; l++) {
+        for (int64_t l = m->l0; rg && h->reg_ptr && l < m->l1; l++) { /* this stage's layers */
             if (!m->desc->layers[l].is_moe) continue;
             for (int i = 0; i < 3; i++) {
                 const st_gguf_tensor *t = m->desc->layers[l].t[k_roles[i]];
@@ -339,10 +356,10 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
             }
         }
         for (int64_t i = 0; i < w; i++) {
-            if (m->api->host_register(m->dev, (void *)rg[i][0], rg[i][1] - rg[i][0]) != ST_OK) {
+            if (st_dev_host_register(&m->dev, (void *)rg[i][0], rg[i][1] - rg[i][0]) != ST_OK) {
                 snprintf(h->pin_note, sizeof h->pin_note, "pinning the expert tensors stopped after %.1f MiB (%s); "
                          "the rest are copied from pageable memory", (double)h->pinned_bytes / 1048576.0,
-                         m->api->last_error());
+                         st_dev_error());
                 break;
             }
             h->reg_ptr[h->n_reg++] = (void *)rg[i][0];
@@ -350,22 +367,13 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         }
         free(rg);
     }
-    /* the table starts empty (every entry -1); a profile fills free slots in rank order */
-    const st_expert_profile *pf = m->p.expert_profile;
-    if (pf && h->n_slots > 0) {
-        if (st_expert_profile_check(pf, (int32_t)L, (int32_t)X, err, errlen)) return -1;
-        int64_t n_loads = st_expert_cache_seed(h->cache, pf->layer, pf->expert, pf->n, h->loads, h->n_slots);
-        for (int64_t i = 0; i < n_loads; i++) {
-            if (!m->desc->layers[h->loads[i].layer].is_moe) continue;
-            if (upload_expert(m, h->loads[i].layer, h->loads[i].expert, h->loads[i].slot, err, errlen)) return -1;
-        }
-    }
+    if (seed_from_profile(m, err, errlen)) return -1;
     memcpy(h->table, st_expert_cache_table(h->cache), (size_t)(L * X) * sizeof *h->table);
-    st_status s = m->api->copy_h2d(m->stream, h->table_dev, h->table, (uint64_t)(L * X) * 4u);
-    if (s == ST_OK && h->up_stream) s = m->api->stream_sync(h->up_stream);
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_h2d(&m->dev, m->stream, h->table_dev, h->table, (uint64_t)(L * X) * 4u);
+    if (s == ST_OK && h->up_stream) s = st_dev_sync(&m->dev, h->up_stream);
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading the expert slot table: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading the expert slot table: %s", st_dev_error());
         return -1;
     }
     st_expert_cache_table_clean(h->cache);
@@ -377,8 +385,8 @@ int st_model_experts_create(st_model *m, char *err, size_t errlen) {
         for (int r = 0; r < 3 && l0 < L; r++) {
             uint64_t t0 = st_now_ns();
             if (upload_expert(m, (int32_t)l0, 0, h->n_slots, err, errlen)) return -1;
-            if (m->api->stream_sync(h->up_stream ? h->up_stream : m->stream) != ST_OK) {
-                snprintf(err, errlen, "timing an expert upload: %s", m->api->last_error());
+            if (st_dev_sync(&m->dev, h->up_stream ? h->up_stream : m->stream) != ST_OK) {
+                snprintf(err, errlen, "timing an expert upload: %s", st_dev_error());
                 return -1;
             }
             double t = (double)(st_now_ns() - t0) / 1e9;
@@ -392,17 +400,17 @@ void st_model_experts_free(st_model *m) {
     st_model_hx *h = m->hx;
     if (!h) return;
     if (h->cpu_stream) {
-        m->p.cpu_api->stream_sync(h->cpu_stream);
-        m->p.cpu_api->stream_destroy(h->cpu_stream);
+        st_dev_sync(&h->cpu, h->cpu_stream);
+        st_dev_stream_destroy(&h->cpu, h->cpu_stream);
     }
     if (h->up_stream) {
-        m->api->stream_sync(h->up_stream);
-        if (h->up_event) m->api->event_destroy(h->up_event);
-        m->api->stream_destroy(h->up_stream);
+        st_dev_sync(&m->dev, h->up_stream);
+        if (h->up_event) st_dev_event_destroy(&m->dev, h->up_event);
+        st_dev_stream_destroy(&m->dev, h->up_stream);
     }
-    for (int64_t i = 0; i < h->n_reg; i++) m->api->host_unregister(m->dev, h->reg_ptr[i]);
+    for (int64_t i = 0; i < h->n_reg; i++) st_dev_host_unregister(&m->dev, h->reg_ptr[i]);
     free(h->reg_ptr);
-    if (h->pinned) m->api->host_free(m->dev, h->pinned);
+    if (h->pinned) st_dev_host_free(&m->dev, h->pinned);
     else free(h->ids);
     free(h->slot_of);
     free(h->miss_expert);
@@ -528,7 +536,7 @@ static int64_t choose_staged(st_model *m, int64_t A) {
     do {                                                                                                   \
         st_status s_ = (call);                                                                             \
         if (s_ != ST_OK) {                                                                                 \
-            snprintf(err, errlen, "%s%s: %s", layer_txt, what, api->last_error());                         \
+            snprintf(err, errlen, "%s%s: %s", layer_txt, what, st_dev_error());                            \
             return -1;                                                                                     \
         }                                                                                                  \
     } while (0)
@@ -538,7 +546,7 @@ static int64_t choose_staged(st_model *m, int64_t A) {
 static int device_ffn(st_model *m, int il, int64_t n, int64_t pos, int64_t cnt, const int32_t *slot_table,
                       const int32_t *expert, const int32_t *x_row, const char *layer_txt, char *err, size_t errlen) {
     st_work *w = &m->w;
-    const st_backend_api *api = m->api;
+    st_dev *d = &m->dev;
     const int64_t E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
     st_moe_matmul_args g;
     memset(&g, 0, sizeof g);
@@ -550,22 +558,22 @@ static int device_ffn(st_model *m, int il, int64_t n, int64_t pos, int64_t cnt, 
     g.slot_table = slot_table;
     g.expert = expert; /* [cnt] */
     g.x_row = x_row;   /* [cnt] */
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert gate, device)");
+    OPCHK(st_dev_moe_matmul(d, m->stream, &g, "ffn_gate_exps"), "experts (device)");
     g.w = slot_view(m, il, 1);
     g.out = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert up, device)");
+    OPCHK(st_dev_moe_matmul(d, m->stream, &g, "ffn_up_exps"), "experts (device)");
     st_swiglu_args s;
     memset(&s, 0, sizeof s);
     s.size = sizeof s;
     s.gate = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
     s.up = st_model_view2(w->eu + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
     s.out = s.gate;
-    OPCHK(m->ops->swiglu(m->stream, &s), "swiglu (experts, device)");
+    OPCHK(st_dev_swiglu(d, m->stream, &s, "experts"), "experts (device)");
     g.w = slot_view(m, il, 2);
     g.x = st_model_view2(w->eg + (size_t)(pos * Fe), ST_TYPE_F32, Fe, cnt);
     g.out = st_model_view2(w->ed + (size_t)(pos * E), ST_TYPE_F32, E, cnt);
     g.x_row = w->ident;
-    OPCHK(m->ops->moe_matmul(m->stream, &g), "moe_matmul (expert down, device)");
+    OPCHK(st_dev_moe_matmul(d, m->stream, &g, "ffn_down_exps"), "experts (device)");
     return 0;
 }
 
@@ -588,10 +596,9 @@ int st_model_experts_resident(const st_model *m, int il, int64_t n) {
  * the router's order (row a = assignment a). No sync, no copies. */
 int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
-    const st_backend_api *api = m->api;
     const int64_t A = n * m->hp.n_expert_used;
     if (h->up_pending) {
-        OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
+        OPCHK(st_dev_event_wait(&m->dev, m->stream, h->up_event), "waiting for expert uploads");
         h->up_pending = 0;
     }
     /* expert = the router's ids [A], x_row = a / k [A], the layer's table row [n_expert] */
@@ -607,14 +614,13 @@ int st_model_experts_resident_ffn(st_model *m, int il, int64_t n, const char *la
 int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
     st_work *w = &m->w;
-    const st_backend_api *api = m->api;
     const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd;
     /* admissions a failed step left behind: the cache counts them resident, so copy them now */
     if (h->n_loads && st_model_experts_admit(m, il, err, errlen)) return -1;
     uint64_t t0 = st_now_ns();
-    OPCHK(api->copy_d2h(m->stream, h->ids, w->rids, (uint64_t)A * 4u), "reading router choices");
-    OPCHK(api->copy_d2h(m->stream, h->cur, w->cur, (uint64_t)(n * E) * 4u), "reading expert input");
-    OPCHK(api->stream_sync(m->stream), "reading router choices");
+    OPCHK(st_dev_d2h(&m->dev, m->stream, h->ids, w->rids, (uint64_t)A * 4u), "reading router choices");
+    OPCHK(st_dev_d2h(&m->dev, m->stream, h->cur, w->cur, (uint64_t)(n * E) * 4u), "reading expert input");
+    OPCHK(st_dev_sync(&m->dev, m->stream), "reading router choices");
     h->route_s += (double)(st_now_ns() - t0) / 1e9;
     if (m->count_experts) st_model_note_routing(m, il, h->ids, n);
     if (h->trace_on && trace_add(h, il, h->ids, A)) {
@@ -664,11 +670,11 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
             h->n_miss++;
         }
     /* the three arrays in one copy (laid out A apart on both sides) */
-    OPCHK(api->copy_h2d(m->stream, h->idx_dev, h->idx, (uint64_t)A * 12u), "uploading expert indices");
+    OPCHK(st_dev_h2d(&m->dev, m->stream, h->idx_dev, h->idx, (uint64_t)A * 12u), "uploading expert indices");
     if ((nh > 0 || n_st > 0) && h->up_pending) {
         /* the hits may read slots an earlier admission is still filling, and staging copies
          * must not overtake it either */
-        OPCHK(api->event_wait(m->stream, h->up_event), "waiting for expert uploads");
+        OPCHK(st_dev_event_wait(&m->dev, m->stream, h->up_event), "waiting for expert uploads");
         h->up_pending = 0;
     }
     h->n_loads = n_loads;
@@ -691,7 +697,7 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
             tab[h->staged[i]] = (int32_t)slot;
             cnt += h->miss_cnt[h->staged[i]];
         }
-        OPCHK(api->copy_h2d(m->stream, h->stage_dev, tab, (uint64_t)m->hp.n_expert * 4u), "uploading the staging table");
+        OPCHK(st_dev_h2d(&m->dev, m->stream, h->stage_dev, tab, (uint64_t)m->hp.n_expert * 4u), "uploading the staging table");
         if (device_ffn(m, il, n, pos, cnt, h->stage_dev, h->idx_dev + pos, h->idx_dev + A + pos, layer_txt, err, errlen))
             return -1;
         pos += cnt;
@@ -703,12 +709,11 @@ int st_model_experts_launch(st_model *m, int il, int64_t n, const char *layer_tx
 
 int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
-    const st_backend_api *api = m->api;
     (void)il;
     if (h->n_loads == 0 && !st_expert_cache_table_dirty(h->cache)) return 0;
     const char *layer_txt = "";
     /* the table's host mirror may still be read by the previous admission's copy */
-    if (h->up_stream && h->up_pending) OPCHK(api->event_sync(h->up_event), "waiting for expert uploads");
+    if (h->up_stream && h->up_pending) OPCHK(st_dev_event_sync(&m->dev, h->up_event), "waiting for expert uploads");
     /* an evicted slot's old holder is not used by this layer's hits (the cache never evicts an
      * expert of the call), and earlier layers' hits finished at this layer's sync: the copies
      * may start at once */
@@ -717,7 +722,7 @@ int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen) {
     h->n_loads = 0;
     if (upload_table(m, err, errlen)) return -1;
     if (h->up_stream) {
-        OPCHK(api->event_record(h->up_event, h->up_stream), "recording expert uploads");
+        OPCHK(st_dev_event_record(&m->dev, h->up_event, h->up_stream), "recording expert uploads");
         h->up_pending = 1;
     }
     return 0;
@@ -726,8 +731,7 @@ int st_model_experts_admit(st_model *m, int il, char *err, size_t errlen) {
 int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_t *n_rows, int32_t **row_of,
                             const char *layer_txt, char *err, size_t errlen) {
     st_model_hx *h = m->hx;
-    const st_backend_api *api = m->p.cpu_api;
-    const st_backend_ops *ops = api->ops;
+    st_dev *cpu = &h->cpu;
     const int64_t k = m->hp.n_expert_used, A = n * k, E = m->hp.n_embd, Fe = m->hp.n_ff_exp;
     const int64_t nm = h->n_miss;
     if (nm > 0) {
@@ -744,29 +748,28 @@ int st_model_experts_finish(st_model *m, int il, int64_t n, float **rows, int64_
         g.slot_table = h->cpu_table;
         g.expert = h->miss_expert;
         g.x_row = h->miss_xrow;
-        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert gate)");
+        OPCHK(st_dev_moe_matmul(cpu, h->cpu_stream, &g, "ffn_gate_exps"), "CPU experts");
         t = Ld->t[ST_T_FFN_UP_EXPS];
         g.w = st_model_view3((void *)(uintptr_t)t->data, t->type, t->ne[0], t->ne[1], t->ne[2]);
         g.out = st_model_view2(h->miss_u, ST_TYPE_F32, Fe, nm);
-        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert up)");
+        OPCHK(st_dev_moe_matmul(cpu, h->cpu_stream, &g, "ffn_up_exps"), "CPU experts");
         st_swiglu_args s;
         memset(&s, 0, sizeof s);
         s.size = sizeof s;
         s.gate = st_model_view2(h->miss_g, ST_TYPE_F32, Fe, nm);
         s.up = st_model_view2(h->miss_u, ST_TYPE_F32, Fe, nm);
         s.out = s.gate;
-        OPCHK(ops->swiglu(h->cpu_stream, &s), "CPU swiglu (experts)");
+        OPCHK(st_dev_swiglu(cpu, h->cpu_stream, &s, "experts"), "CPU experts");
         t = Ld->t[ST_T_FFN_DOWN_EXPS];
         g.w = st_model_view3((void *)(uintptr_t)t->data, t->type, t->ne[0], t->ne[1], t->ne[2]);
         g.x = st_model_view2(h->miss_g, ST_TYPE_F32, Fe, nm);
         g.out = st_model_view2(h->miss_out, ST_TYPE_F32, E, nm);
         g.x_row = h->miss_ident;
-        OPCHK(ops->moe_matmul(h->cpu_stream, &g), "CPU moe_matmul (expert down)");
-        OPCHK(api->stream_sync(h->cpu_stream), "CPU experts");
+        OPCHK(st_dev_moe_matmul(cpu, h->cpu_stream, &g, "ffn_down_exps"), "CPU experts");
+        OPCHK(st_dev_sync(cpu, h->cpu_stream), "CPU experts");
         h->cpu_s += (double)(st_now_ns() - t0) / 1e9;
         h->cpu_assign += (uint64_t)nm;
-        api = m->api;
-        OPCHK(api->copy_h2d(m->stream, m->w.ed + (size_t)((h->n_hit + h->n_staged_assign) * E), h->miss_out,
+        OPCHK(st_dev_h2d(&m->dev, m->stream, m->w.ed + (size_t)((h->n_hit + h->n_staged_assign) * E), h->miss_out,
                             (uint64_t)(nm * E) * 4u),
               "uploading CPU expert rows");
     }
@@ -803,29 +806,47 @@ uint64_t st_model_expert_io_bytes(const st_hparams *hp, int64_t n_batch) {
     return (A * 12u + 255u) / 256u * 256u + ((uint64_t)hp->n_expert * 4u + 255u) / 256u * 256u;
 }
 
+/* The facts of one stage's cache, added to *out (a split model's stages each have their own). */
+static void info_add(const st_model *m, st_model_expert_info *out) {
+    const st_model_hx *h = m->hx;
+    st_expert_stats st;
+    out->slots = (out->slots < 0 ? 0 : out->slots) + h->n_slots;
+    out->slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
+    out->arena_bytes += out->slot_bytes * (uint64_t)h->n_slots;
+    st_expert_cache_stats(h->cache, -1, &st);
+    out->stats.hits += st.hits;
+    out->stats.misses += st.misses;
+    out->stats.inserts += st.inserts;
+    out->stats.evictions += st.evictions;
+    out->stats.bytes_device += st.bytes_device;
+    out->stats.bytes_host += st.bytes_host;
+    out->stats.bytes_upload += st.bytes_upload;
+    if (h->forwards > out->forwards) out->forwards = h->forwards, out->tokens = h->tokens;
+    out->cpu_assign += h->cpu_assign;
+    out->cpu_s += h->cpu_s;
+    out->route_s += h->route_s;
+    out->pinned_bytes += h->pinned_bytes;
+    out->stage_slots += h->n_stage;
+    out->stage_experts += h->stage_experts;
+    out->stage_assign += h->stage_assign;
+    out->resident_calls += h->resident_calls;
+    if (h->upload_s > out->upload_s) out->upload_s = h->upload_s;
+    if (h->pin_note[0]) out->pin_note = h->pin_note;
+}
+
 int st_model_expert_info_get(const st_model *m, st_model_expert_info *out) {
     memset(out, 0, sizeof *out);
     out->slots = -1;
-    const st_model_hx *h = m->hx;
-    if (!h) return -1;
-    out->slots = h->n_slots;
-    for (int l = 0; l < m->hp.n_layer; l++) out->experts_total += m->desc->layers[l].is_moe ? m->hp.n_expert : 0;
-    out->slot_bytes = h->stride[0] + h->stride[1] + h->stride[2];
-    out->arena_bytes = out->slot_bytes * (uint64_t)h->n_slots;
-    st_expert_cache_stats(h->cache, -1, &out->stats);
-    out->forwards = h->forwards;
-    out->tokens = h->tokens;
-    out->cpu_assign = h->cpu_assign;
-    out->cpu_s = h->cpu_s;
-    out->route_s = h->route_s;
-    out->pinned_bytes = h->pinned_bytes;
-    out->stage_slots = h->n_stage;
-    out->stage_experts = h->stage_experts;
-    out->stage_assign = h->stage_assign;
-    out->resident_calls = h->resident_calls;
-    out->upload_s = h->upload_s;
-    out->pin_note = h->pin_note;
-    return 0;
+    out->pin_note = "";
+    int any = 0;
+    for (; m; m = m->next) {
+        if (!m->hx) continue;
+        if (!any)
+            for (int l = 0; l < m->hp.n_layer; l++) out->experts_total += m->desc->layers[l].is_moe ? m->hp.n_expert : 0;
+        info_add(m, out);
+        any = 1;
+    }
+    return any ? 0 : -1;
 }
 
 const st_expert_cache *st_model_expert_cache(const st_model *m) { return m->hx ? m->hx->cache : NULL; }

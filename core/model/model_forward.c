@@ -11,73 +11,13 @@
 #include "model/model_internal.h"
 #include "quant/quant.h"
 
-/* Opt-in profile (STRATA_PROFILE=1, with STRATA_GRAPHS=0 on devices that capture graphs): each
- * op is synchronized and timed, and the totals by op and role are printed at exit. It slows
- * everything down (one sync per op); it says where the time goes, not how fast things are. */
-#define ST_PROF_MAX 64
-typedef struct {
-    const char *op, *what;
-    double s;
-    uint64_t n;
-} prof_entry;
-static prof_entry g_prof[ST_PROF_MAX];
-static int g_prof_n, g_prof_on = -1;
-
-static int prof_cmp(const void *a, const void *b) {
-    double x = ((const prof_entry *)a)->s, y = ((const prof_entry *)b)->s;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static void prof_report(void) {
-    double tot = 0;
-    for (int i = 0; i < g_prof_n; i++) tot += g_prof[i].s;
-    qsort(g_prof, (size_t)g_prof_n, sizeof g_prof[0], prof_cmp);
-    fprintf(stderr, "op profile (synchronized per op): %.3f s in all\n", tot);
-    for (int i = 0; i < g_prof_n; i++)
-        fprintf(stderr, "  %-12s %-20s %9.3f ms %5.1f%% %8llu calls %8.1f us/call\n", g_prof[i].op, g_prof[i].what,
-                g_prof[i].s * 1e3, tot > 0 ? 100 * g_prof[i].s / tot : 0, (unsigned long long)g_prof[i].n,
-                g_prof[i].s * 1e6 / (double)(g_prof[i].n ? g_prof[i].n : 1));
-}
-
-static int prof_on(void) {
-    if (g_prof_on < 0) {
-        const char *e = getenv("STRATA_PROFILE");
-        g_prof_on = e && *e && strcmp(e, "0");
-        if (g_prof_on) atexit(prof_report);
-    }
-    return g_prof_on;
-}
-
-static void prof_add(const char *op, const char *what, double s) {
-    int i = 0;
-    while (i < g_prof_n && (strcmp(g_prof[i].op, op) || strcmp(g_prof[i].what, what))) i++;
-    if (i == g_prof_n) {
-        if (g_prof_n == ST_PROF_MAX) return;
-        g_prof[g_prof_n].op = op;
-        g_prof[g_prof_n++].what = what;
-    }
-    g_prof[i].s += s;
-    g_prof[i].n++;
-}
-
-/* Calls an op and turns a failure into "layer L: OP: backend text". */
-#define RUN(opfield, args, what)                                                               \
+/* Calls op `slot` through the device door (which checks, names, profiles and injects faults)
+ * and turns a failure into "layer L: what: OP on DEV failed: backend text". */
+#define RUN(slot, args, what)                                                                  \
     do {                                                                                       \
         (args).size = sizeof(args);                                                            \
-        int prof_ = prof_on();                                                                 \
-        uint64_t t0_ = 0;                                                                      \
-        if (prof_) {                                                                           \
-            m->api->stream_sync(m->stream);                                                    \
-            t0_ = st_now_ns();                                                                 \
-        }                                                                                      \
-        st_status s_ = m->ops->opfield(m->stream, &(args));                                    \
-        if (prof_ && s_ == ST_OK) {                                                            \
-            s_ = m->api->stream_sync(m->stream);                                               \
-            prof_add(#opfield, what, (double)(st_now_ns() - t0_) / 1e9);                       \
-        }                                                                                      \
-        if (s_ != ST_OK) {                                                                     \
-            snprintf(err, errlen, "%s%s: %s failed: %s", layer_txt, what, #opfield,            \
-                     m->api->last_error());                                                    \
+        if (st_dev_##slot(&m->dev, m->stream, &(args), what) != ST_OK) {                       \
+            snprintf(err, errlen, "%s%s", layer_txt, st_dev_error());                          \
             return -1;                                                                         \
         }                                                                                      \
     } while (0)
@@ -165,10 +105,10 @@ static int ffn_dense(st_model *m, const st_layer_w *L, int gate, float *in, floa
 
 static int count_experts(st_model *m, int il, int64_t n, char *err, size_t errlen) {
     const int64_t A = n * m->hp.n_expert_used;
-    st_status s = m->api->copy_d2h(m->stream, m->rids_host, m->w.rids, (uint64_t)A * sizeof(int32_t));
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, m->rids_host, m->w.rids, (uint64_t)A * sizeof(int32_t));
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "layer %d: reading router choices: %s", il, m->api->last_error());
+        snprintf(err, errlen, "layer %d: reading router choices: %s", il, st_dev_error());
         return -1;
     }
     st_model_note_routing(m, il, m->rids_host, n);
@@ -420,8 +360,8 @@ static st_attention_args attention_args(st_model *m, int il, float *q, float *ou
     memset(&at, 0, sizeof at);
     at.scale = hp->attn_scale;
     at.q = f32_3(q, hp->head_dim, hp->n_head, n);
-    at.k_cache = st_kv_k(m->kv, il);
-    at.v_cache = st_kv_v(m->kv, il);
+    at.k_cache = st_kv_k(m->kv, il - m->l0);
+    at.v_cache = st_kv_v(m->kv, il - m->l0);
     at.out = f32_3(out, hp->head_dim, hp->n_head, n);
     at.seq = m->w.inp + 2 * N;
     at.kv_len = m->w.inp + 3 * N;
@@ -455,8 +395,8 @@ static int attention_fused(st_model *m, int il, int64_t n, const char *layer_txt
         p.k_norm = L->t[ST_T_ATTN_K_NORM];
     }
     p.q_out = f32_3(w->att, D, H, n);
-    p.k_cache = st_kv_k(m->kv, il);
-    p.v_cache = st_kv_v(m->kv, il);
+    p.k_cache = st_kv_k(m->kv, il - m->l0);
+    p.v_cache = st_kv_v(m->kv, il - m->l0);
     p.cells = w->inp + 4 * m->p.n_batch;
     rope_params(hp, w->inp + m->p.n_batch, &p.rope);
     RUN(attn_prep, p, "attention prologue");
@@ -508,8 +448,8 @@ static int attention(st_model *m, int il, int64_t n, const char *layer_txt, char
     memset(&kw, 0, sizeof kw);
     kw.k = f32_3(w->k, D, Hk, n);
     kw.v = f32_3(w->v, D, Hk, n);
-    kw.k_cache = st_kv_k(m->kv, il);
-    kw.v_cache = st_kv_v(m->kv, il);
+    kw.k_cache = st_kv_k(m->kv, il - m->l0);
+    kw.v_cache = st_kv_v(m->kv, il - m->l0);
     kw.cells = d_cell;
     RUN(kv_write, kw, "kv");
 
@@ -610,8 +550,8 @@ static int attention_mla(st_model *m, int il, int64_t n, const char *layer_txt, 
     memset(&kw, 0, sizeof kw);
     kw.k = f32_3(w->k, D, 1, n);
     kw.v = kw.k; /* the V cache is the K cache (k_only): attention reads V = c */
-    kw.k_cache = st_kv_k(m->kv, il);
-    kw.v_cache = st_kv_v(m->kv, il);
+    kw.k_cache = st_kv_k(m->kv, il - m->l0);
+    kw.v_cache = st_kv_v(m->kv, il - m->l0);
     kw.cells = w->inp + 4 * m->p.n_batch;
     RUN(kv_write, kw, "kv");
     st_attention_args at = attention_args(m, il, w->att, w->q, n); /* o: [n][H][D] in q */
@@ -627,8 +567,8 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     const int64_t N = m->p.n_batch;
     /* the previous forward's uploads borrowed inp_host and the KV table rows: on an
      * asynchronous stream they may still be in flight */
-    if (m->api->stream_sync(m->stream) != ST_OK) {
-        snprintf(err, errlen, "before the batch: %s", m->api->last_error());
+    if (st_dev_sync(&m->dev, m->stream) != ST_OK) {
+        snprintf(err, errlen, "before the batch: %s", st_dev_error());
         return -1;
     }
     int32_t *h = m->w.inp_host;
@@ -682,16 +622,17 @@ static int prepare(st_model *m, const st_batch *b, int32_t *n_out, char *err, si
     }
     *n_out = no;
     /* pad unused rows so every device array is defined */
-    st_status s = m->api->copy_h2d(m->stream, m->w.inp, h, (uint64_t)(5 * N + m->p.n_out_max) * sizeof(int32_t));
+    st_status s = st_dev_h2d(&m->dev, m->stream, m->w.inp, h, (uint64_t)(5 * N + m->p.n_out_max) * sizeof(int32_t));
     if (s == ST_OK) s = st_kv_sync(m->kv, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading the batch: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading the batch: %s", st_dev_error());
         return -1;
     }
     return 0;
 }
 
-/* The device ops of a step whose inputs prepare() uploaded (captured as a graph at decode). */
+/* The device ops of a step whose inputs prepare() uploaded (captured as a graph at decode): the
+ * stage's layers, with the embedding on the first stage and the output on the last. */
 static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t errlen) {
     const st_hparams *hp = &m->hp;
     st_work *w = &m->w;
@@ -699,13 +640,14 @@ static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t 
     char lt[32];
     const int64_t E = hp->n_embd, N = m->p.n_batch;
     st_get_rows_args g;
-    memset(&g, 0, sizeof g);
-    g.w = m->tok_embd;
-    g.ids = w->inp;
-    g.out = f32(w->x, E, n);
-    RUN(get_rows, g, "token_embd");
-
-    for (int il = 0; il < hp->n_layer; il++) {
+    if (m->first) {
+        memset(&g, 0, sizeof g);
+        g.w = m->tok_embd;
+        g.ids = w->inp;
+        g.out = f32(w->x, E, n);
+        RUN(get_rows, g, "token_embd");
+    }
+    for (int il = m->l0; il < m->l1; il++) {
         snprintf(lt, sizeof lt, "layer %d: ", il);
         layer_txt = lt;
         const st_layer_w *L = &m->layers[il];
@@ -721,6 +663,7 @@ static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t 
             return -1;
         }
     }
+    if (!m->last) return 0;
     layer_txt = "output: ";
     if (norm(m, w->tmp, w->x, &m->output_norm, w->cur, n, E, layer_txt, err, errlen)) return -1;
     if (n_out > 0) {
@@ -734,35 +677,58 @@ static int forward_ops(st_model *m, int64_t n, int32_t n_out, char *err, size_t 
     return 0;
 }
 
+/* One stage's step: its ops (a graph at decode), then, in a split model, the wait for them
+ * (timed per device) and the hidden state's move to the next stage. */
+static int stage_step(st_model *s, int64_t n, int32_t n_out, int split, char *err, size_t errlen) {
+    const uint64_t t0 = split ? st_now_ns() : 0;
+    if (s->hx) st_model_experts_step(s, n);
+    int rc = 0;
+    if (!st_model_graph_run(s, n, n_out, forward_ops, &rc, err, errlen)) rc = forward_ops(s, n, n_out, err, errlen);
+    if (rc || !split) return rc;
+    if (st_dev_sync(&s->dev, s->stream) != ST_OK) {
+        snprintf(err, errlen, "layers %d-%d: %s", s->l0, s->l1 - 1, st_dev_error());
+        return -1;
+    }
+    s->busy_s += (double)(st_now_ns() - t0) / 1e9;
+    return s->next ? st_model_pass_hidden(s, n, err, errlen) : 0;
+}
+
 int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
-    m->n_out = 0;
+    st_model *tail = st_model_tail(m);
+    m->n_out = tail->n_out = 0;
     if (!b || b->n <= 0 || b->n > m->p.n_batch) {
         snprintf(err, errlen, "batch of %d tokens (must be 1..%d)", b ? b->n : 0, m->p.n_batch);
         return -1;
     }
+    /* every stage takes the batch's cells in its own cache (the same cells: the caches have one
+       geometry and see the same positions); a refusal on a later stage rolls the earlier back */
     int32_t n_out = 0;
-    if (prepare(m, b, &n_out, err, errlen)) return -1;
-    if (m->hx) st_model_experts_step(m, b->n);
-    int rc = 0;
-    if (!st_model_graph_run(m, b->n, n_out, forward_ops, &rc, err, errlen))
-        rc = forward_ops(m, b->n, n_out, err, errlen);
-    if (rc) return -1;
-    m->n_out = n_out;
+    for (st_model *s = m; s; s = s->next)
+        if (prepare(s, b, &n_out, err, errlen)) {
+            for (st_model *r = m; r != s; r = r->next)
+                for (int32_t q = 0; q < r->p.n_seq; q++) st_kv_seq_truncate(r->kv, q, r->seq_len0[q]);
+            return -1;
+        }
+    for (st_model *s = m; s; s = s->next)
+        if (stage_step(s, b->n, n_out, m->next != NULL, err, errlen)) return -1;
+    m->n_out = tail->n_out = n_out;
     return 0;
 }
 
 int st_model_logits(st_model *m, float *dst, char *err, size_t errlen) {
+    m = st_model_tail(m);
     uint64_t bytes = (uint64_t)m->n_out * (uint64_t)m->hp.n_vocab * sizeof(float);
-    st_status s = m->api->copy_d2h(m->stream, dst, m->w.logits, bytes);
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, dst, m->w.logits, bytes);
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "reading logits: %s", m->api->last_error());
+        snprintf(err, errlen, "reading logits: %s", st_dev_error());
         return -1;
     }
     return 0;
 }
 
 static int topk_common(st_model *m, int32_t k, int32_t *ids, float *vals, char *err, size_t errlen) {
+    m = st_model_tail(m);
     const char *layer_txt = "";
     const int argmax = k == 1 && !vals;
     if (k < 1 || k > m->p.topk_max) {
@@ -777,18 +743,18 @@ static int topk_common(st_model *m, int32_t k, int32_t *ids, float *vals, char *
     a.ids = m->w.oid;
     a.values = vals ? m->w.oval : NULL;
     if (argmax) {
-        if (!m->ops->argmax) goto host;
+        if (!st_dev_has_op(&m->dev, ST_OP_ARGMAX)) goto host;
         RUN(argmax, a, "logits");
     } else {
-        if (!m->ops->topk) goto host;
+        if (!st_dev_has_op(&m->dev, ST_OP_TOPK)) goto host;
         RUN(topk, a, "logits");
     }
     uint64_t nb = (uint64_t)m->n_out * (uint64_t)k * sizeof(int32_t);
-    st_status s = m->api->copy_d2h(m->stream, ids, m->w.oid, nb);
-    if (s == ST_OK && vals) s = m->api->copy_d2h(m->stream, vals, m->w.oval, nb);
-    if (s == ST_OK) s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_d2h(&m->dev, m->stream, ids, m->w.oid, nb);
+    if (s == ST_OK && vals) s = st_dev_d2h(&m->dev, m->stream, vals, m->w.oval, nb);
+    if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "reading top-k: %s", m->api->last_error());
+        snprintf(err, errlen, "reading top-k: %s", st_dev_error());
         return -1;
     }
     return 0;

@@ -31,9 +31,9 @@ static void lock(void) {
 static void unlock(void) { atomic_flag_clear_explicit(&g_lock, memory_order_release); }
 
 static int env_off(void) {
-    const char *e = getenv("STRATA_GRAPHS"), *p = getenv("STRATA_PROFILE");
+    const char *e = getenv("STRATA_GRAPHS");
     /* the op profile synchronizes inside the step, which a capture cannot hold */
-    return (e && !strcmp(e, "0")) || (p && *p && strcmp(p, "0"));
+    return (e && !strcmp(e, "0")) || st_dev_profile_on();
 }
 
 /* The slot of (m, n, n_out), or of m's "off" mark, or a free one (m == NULL); -1 when full. */
@@ -50,8 +50,8 @@ static int find(const st_model *m, int64_t n, int32_t n_out, int *off) {
 
 int st_model_graph_run(st_model *m, int64_t n, int32_t n_out, st_model_step_fn step, int *rc, char *err,
                        size_t errlen) {
-    const st_backend_api *api = m->api;
-    if (!api->graph_begin || !api->graph_end || !api->graph_launch || !api->graph_destroy) return 0;
+    st_dev *d = &m->dev;
+    if (!st_dev_has_graphs(d)) return 0;
     if (n < 1 || n > ST_GRAPH_MAX_TOKENS || m->count_experts || m->hx || env_off()) return 0;
     int off = 0;
     lock();
@@ -60,12 +60,12 @@ int st_model_graph_run(st_model *m, int64_t n, int32_t n_out, st_model_step_fn s
     unlock();
     if (off || i < 0) return 0;
     if (!g) {
-        st_status s = api->graph_begin(m->stream);
+        st_status s = st_dev_graph_begin(d, m->stream);
         if (s != ST_OK) return 0; /* nothing enqueued: run directly */
         int r = step(m, n, n_out, err, errlen);
-        st_status e = api->graph_end(m->stream, &g);
+        st_status e = st_dev_graph_end(d, m->stream, &g);
         if (r != 0 || e != ST_OK || !g) {
-            if (g) api->graph_destroy(g);
+            if (g) st_dev_graph_destroy(d, g);
             lock();
             int j = find(m, n, n_out, &off);
             if (j >= 0 && !g_slots[j].m) {
@@ -88,17 +88,17 @@ int st_model_graph_run(st_model *m, int64_t n, int32_t n_out, st_model_step_fn s
         }
         unlock();
         if (j < 0) { /* table filled meanwhile: launch once, then drop it */
-            st_status s2 = api->graph_launch(g, m->stream);
-            if (s2 == ST_OK) s2 = api->stream_sync(m->stream);
-            api->graph_destroy(g);
+            st_status s2 = st_dev_graph_launch(d, g, m->stream);
+            if (s2 == ST_OK) s2 = st_dev_sync(d, m->stream);
+            st_dev_graph_destroy(d, g);
             *rc = s2 == ST_OK ? 0 : -1;
-            if (*rc) snprintf(err, errlen, "graph launch: %s", api->last_error());
+            if (*rc) snprintf(err, errlen, "graph launch: %s", st_dev_error());
             return 1;
         }
     }
-    st_status s = api->graph_launch(g, m->stream);
+    st_status s = st_dev_graph_launch(d, g, m->stream);
     *rc = s == ST_OK ? 0 : -1;
-    if (*rc) snprintf(err, errlen, "graph launch: %s", api->last_error());
+    if (*rc) snprintf(err, errlen, "graph launch: %s", st_dev_error());
     return 1;
 }
 
@@ -106,7 +106,7 @@ void st_model_graph_release(st_model *m) {
     lock();
     for (int i = 0; i < ST_GRAPH_SLOTS; i++) {
         if (g_slots[i].m != m) continue;
-        if (g_slots[i].g) m->api->graph_destroy(g_slots[i].g);
+        if (g_slots[i].g) st_dev_graph_destroy(&m->dev, g_slots[i].g);
         memset(&g_slots[i], 0, sizeof g_slots[i]);
     }
     unlock();

@@ -3,6 +3,7 @@
 #ifndef STRATA_MODEL_INTERNAL_H
 #define STRATA_MODEL_INTERNAL_H
 
+#include "backend/dev.h"
 #include "model/model.h"
 
 /* Device tensors of one layer, by role (data == NULL when absent). */
@@ -71,12 +72,8 @@ struct st_model {
     const st_model_desc *desc;
     st_hparams hp;
     st_model_params p;
-    const st_backend_api *api;
-    const st_backend_ops *ops;
-    st_device *dev;
-    uint32_t dev_index;
+    st_dev dev;              /* the one door to the device (its props read at load) */
     st_stream *stream;
-    st_device_props props;
     int in_place;
     uint64_t bytes_uploaded;
     /* weights */
@@ -101,7 +98,31 @@ struct st_model {
     /* fused ops the device offers (ABI 1.1), checked at load for the model's types */
     int fused_attn;          /* ATTN_PREP for the KV cache type */
     int fused_moe;           /* MOE_GATE_UP and MOE_DOWN for every layer's expert types */
+    /* layer split (model_split.c): this model holds layers [l0, l1) on its device; a split
+       model is a chain of such stages from the head, each owning the next */
+    int32_t l0, l1;
+    int first, last;         /* holds the token embedding / the output norm, output and logits */
+    st_model *next;          /* the next stage (owned), NULL on the last */
+    int counts_shared;       /* expert_counts is the head's */
+    float *xfer;             /* host [2][n_batch][n_embd]: x and tmp from the previous stage, or NULL */
+    int xfer_pinned;         /* xfer came from st_dev_host_alloc */
+    int xfer_peer;           /* the previous stage's device shares a memory domain: peer copies */
+    double busy_s;           /* seconds this stage's steps took (split models sync each stage) */
+    uint64_t xfer_bytes;     /* hidden-state bytes received from the previous stage */
+    uint64_t bytes_alloc;    /* device bytes of st_model_alloc's buffers (the KV cache aside) */
 };
+
+/* Loads one stage: layers [l0, l0 + st->n_layers) on st's device, with the token embedding when
+ * `first` and the output when `last` (model_load.c). NULL with err. */
+st_model *st_model_load_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                              const st_model_params *p, char *err, size_t errlen);
+/* Releases the stage's split state (its staging buffer). */
+void st_model_split_free(st_model *m);
+/* The last stage of a split model (m itself when not split). */
+st_model *st_model_tail(st_model *m);
+/* Moves the hidden state (x and tmp, [n][n_embd] each) of stage `from` (its ops enqueued) to the
+ * next stage: a peer copy when the two share a memory domain, else through host memory. */
+int st_model_pass_hidden(st_model *from, int64_t n, char *err, size_t errlen);
 
 /* Contiguous view of device memory: [ne1][ne0] (ne2 = ne3 = 1) of `type`. */
 st_tensor st_model_view2(void *data, uint32_t type, int64_t ne0, int64_t ne1);

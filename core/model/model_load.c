@@ -60,39 +60,31 @@ int st_model_alloc(st_model *m, uint64_t bytes, void **out, const char *what, ch
         m->cap_bufs = cap;
     }
     if (bytes == 0) bytes = 64;
-    st_status s = m->api->mem_alloc(m->dev, bytes, out);
+    st_status s = st_dev_alloc(&m->dev, bytes, out);
     if (s != ST_OK || !*out) {
         snprintf(err, errlen, "allocating %.2f MiB for %s on %s failed: %s", (double)bytes / 1048576.0,
-                 what, m->props.name, m->api->last_error());
+                 what, m->dev.props.name, st_dev_error());
         *out = NULL;
         return -1;
     }
     m->bufs[m->n_bufs++] = *out;
+    m->bytes_alloc += bytes;
     return 0;
 }
 
 void st_model_consumer(st_model *m, const char *consumer) {
-    if (m->p.alloc_consumer) m->p.alloc_consumer(m->dev, consumer);
-}
-
-/* Is slot `op` of the ops table present (honouring the table's size)? */
-static int has_op(const st_backend_ops *ops, uint32_t op) {
-    size_t off = offsetof(st_backend_ops, get_rows) + (size_t)op * sizeof(void *);
-    if (ops->size < off + sizeof(void *)) return 0;
-    void *slot;
-    memcpy(&slot, (const char *)ops + off, sizeof slot);
-    return slot != NULL;
+    if (m->p.alloc_consumer) m->p.alloc_consumer(m->dev.handle, consumer);
 }
 
 static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, char *err, size_t errlen) {
-    if (!has_op(m->ops, op)) {
-        snprintf(err, errlen, "backend '%s' (%s) has no %s op, needed for %s", m->api->name,
-                 m->props.name, st_op_name(op), what);
+    if (!st_dev_has_op(&m->dev, op)) {
+        snprintf(err, errlen, "backend '%s' (%s, ABI %u.%u) has no %s op, needed for %s", m->dev.api->name,
+                 m->dev.name, m->dev.api->abi_major, m->dev.api->abi_minor, st_op_name(op), what);
         return -1;
     }
-    if (!m->api->op_supported(m->dev_index, op, type)) {
-        snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->api->name,
-                 m->props.name, st_op_name(op), st_type_name(type), what);
+    if (!st_dev_supports(&m->dev, op, type)) {
+        snprintf(err, errlen, "backend '%s' (%s) cannot run %s with %s (needed for %s)", m->dev.api->name,
+                 m->dev.name, st_op_name(op), st_type_name(type), what);
         return -1;
     }
     return 0;
@@ -101,8 +93,8 @@ static int need_op(st_model *m, uint32_t op, uint32_t type, const char *what, ch
 static int check_ops(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     const st_hparams *hp = &m->hp;
-    if (need_op(m, ST_OP_GET_ROWS, d->token_embd->type, "token_embd", err, errlen)) return -1;
-    if (need_op(m, ST_OP_GET_ROWS, ST_TYPE_F32, "output rows", err, errlen)) return -1;
+    if (m->first && need_op(m, ST_OP_GET_ROWS, d->token_embd->type, "token_embd", err, errlen)) return -1;
+    if (m->last && need_op(m, ST_OP_GET_ROWS, ST_TYPE_F32, "output rows", err, errlen)) return -1;
     if (need_op(m, ST_OP_RMS_NORM, ST_TYPE_F32, "norms", err, errlen)) return -1;
     if (need_op(m, ST_OP_ROPE, ST_TYPE_F32, "rope", err, errlen)) return -1;
     if (need_op(m, ST_OP_KV_WRITE, m->p.kv_type, "the KV cache", err, errlen)) return -1;
@@ -113,8 +105,8 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
             return -1;
         if (need_op(m, ST_OP_SWIGLU_OAI, ST_TYPE_F32, "gpt-oss experts (clamped SwiGLU)", err, errlen)) return -1;
     }
-    if (need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
-    for (int l = 0; l < hp->n_layer; l++) {
+    if (m->last && need_op(m, ST_OP_MATMUL, d->output->type, "output", err, errlen)) return -1;
+    for (int l = m->l0; l < m->l1; l++) {
         const st_layer_desc *L = &d->layers[l];
         for (int r = 0; r < ST_T_ROLE_COUNT; r++) {
             const st_gguf_tensor *t = L->t[r];
@@ -157,6 +149,26 @@ static int check_ops(st_model *m, char *err, size_t errlen) {
     return 0;
 }
 
+int st_model_check_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                         uint32_t kv_type, char *err, size_t errlen) {
+    st_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    m->desc = desc;
+    m->hp = desc->hp;
+    m->p.kv_type = kv_type;
+    m->l0 = l0;
+    m->l1 = l0 + st->n_layers;
+    m->first = first;
+    m->last = last;
+    int rc = st_dev_wrap(&m->dev, st->api, st->dev, st->index, 1) != ST_OK ? -1 : check_ops(m, err, errlen);
+    if (rc && !err[0]) snprintf(err, errlen, "%s", st_dev_error());
+    free(m);
+    return rc;
+}
+
 /* Expert offload reads expert weights through the slot cache and the CPU module, which do not
  * apply per-expert weight scales: refuse that combination rather than compute without them. */
 static int check_hybrid(const st_model *m, char *err, size_t errlen) {
@@ -181,17 +193,15 @@ static int check_hybrid(const st_model *m, char *err, size_t errlen) {
 static void find_fused(st_model *m) {
     const char *e = getenv("STRATA_NO_FUSED");
     if (e && *e && strcmp(e, "0")) return;
-    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_ATTN_PREP) &&
-                    m->api->op_supported(m->dev_index, ST_OP_ATTN_PREP, m->p.kv_type);
-    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && has_op(m->ops, ST_OP_MOE_GATE_UP) &&
-              has_op(m->ops, ST_OP_MOE_DOWN);
-    for (int l = 0; moe && l < m->hp.n_layer; l++) {
+    m->fused_attn = m->hp.arch != ST_ARCH_GPTOSS && st_dev_supports(&m->dev, ST_OP_ATTN_PREP, m->p.kv_type);
+    int moe = m->hp.n_expert > 0 && m->hp.arch != ST_ARCH_GPTOSS && st_dev_has_op(&m->dev, ST_OP_MOE_GATE_UP) &&
+              st_dev_has_op(&m->dev, ST_OP_MOE_DOWN);
+    for (int l = m->l0; moe && l < m->l1; l++) {
         const st_layer_desc *L = &m->desc->layers[l];
         if (!L->is_moe) continue;
         const st_gguf_tensor *g = L->t[ST_T_FFN_GATE_EXPS], *u = L->t[ST_T_FFN_UP_EXPS], *dn = L->t[ST_T_FFN_DOWN_EXPS];
         moe = g && u && dn && g->type == u->type && !st_model_layer_has_expert_scales(m, l) &&
-              m->api->op_supported(m->dev_index, ST_OP_MOE_GATE_UP, g->type) &&
-              m->api->op_supported(m->dev_index, ST_OP_MOE_DOWN, dn->type);
+              st_dev_supports(&m->dev, ST_OP_MOE_GATE_UP, g->type) && st_dev_supports(&m->dev, ST_OP_MOE_DOWN, dn->type);
     }
     m->fused_moe = moe;
 }
@@ -213,12 +223,12 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
         *out = st_model_view3(NULL, ST_TYPE_F32, g->ne[0], g->ne[1], g->ne[2]);
         st_status s = ST_OK;
         if (st_model_alloc(m, (uint64_t)n * 4, &out->data, g->name, err, errlen)) s = ST_OOM;
-        else if ((s = m->api->copy_h2d(m->stream, out->data, buf, (uint64_t)n * 4)) == ST_OK)
-            s = m->api->stream_sync(m->stream); /* buf is borrowed until the copy ends */
+        else if ((s = st_dev_h2d(&m->dev, m->stream, out->data, buf, (uint64_t)n * 4)) == ST_OK)
+            s = st_dev_sync(&m->dev, m->stream); /* buf is borrowed until the copy ends */
         free(buf);
         if (s != ST_OK) {
             if (s != ST_OOM)
-                snprintf(err, errlen, "uploading %s: %s", g->name, m->api->last_error());
+                snprintf(err, errlen, "uploading %s: %s", g->name, st_dev_error());
             return -1;
         }
         m->bytes_uploaded += (uint64_t)n * 4;
@@ -229,10 +239,10 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
         return 0;
     }
     if (st_model_alloc(m, g->nbytes, &out->data, g->name, err, errlen)) return -1;
-    st_status s = m->api->copy_h2d(m->stream, out->data, g->data, g->nbytes);
+    st_status s = st_dev_h2d(&m->dev, m->stream, out->data, g->data, g->nbytes);
     if (s != ST_OK) {
         snprintf(err, errlen, "uploading %s (%.1f MiB): %s", g->name, (double)g->nbytes / 1048576.0,
-                 m->api->last_error());
+                 st_dev_error());
         return -1;
     }
     m->bytes_uploaded += g->nbytes;
@@ -259,9 +269,9 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
     int64_t rows = 0;
     for (int i = 0; i < 3; i++) {
         L->t[roles[i]] = st_model_view3((char *)base + off, g[i]->type, g[i]->ne[0], g[i]->ne[1], 1);
-        st_status s = m->api->copy_h2d(m->stream, (char *)base + off, g[i]->data, g[i]->nbytes);
+        st_status s = st_dev_h2d(&m->dev, m->stream, (char *)base + off, g[i]->data, g[i]->nbytes);
         if (s != ST_OK) {
-            snprintf(err, errlen, "uploading %s: %s", g[i]->name, m->api->last_error());
+            snprintf(err, errlen, "uploading %s: %s", g[i]->name, st_dev_error());
             return -1;
         }
         m->bytes_uploaded += g[i]->nbytes;
@@ -280,10 +290,10 @@ static void prefault_in_place(const st_model *m) {
     const st_gguf *g = m->desc->gguf;
     uint64_t bytes = 0;
     for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) bytes += st_gguf_tensor_at(g, i)->nbytes;
-    if (m->props.mem_free && bytes > m->props.mem_free) {
+    if (m->dev.props.mem_free && bytes > m->dev.props.mem_free) {
         fprintf(stderr, "strata: note: the weights (%.1f GiB) exceed the host memory available (%.1f GiB); "
                 "their pages will be read from disk during steps\n", (double)bytes / 1073741824.0,
-                (double)m->props.mem_free / 1073741824.0);
+                (double)m->dev.props.mem_free / 1073741824.0);
         return;
     }
     for (int64_t i = 0; i < st_gguf_tensor_count(g); i++) {
@@ -326,11 +336,12 @@ static void split_gate_up(st_layer_w *L) {
 static int place_weights(st_model *m, char *err, size_t errlen) {
     const st_model_desc *d = m->desc;
     if (m->in_place && !m->hybrid) prefault_in_place(m);
-    if (place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
-    if (place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
-    if (d->output == d->token_embd) m->output = m->tok_embd;
-    else if (place(m, d->output, ST_T_OUTPUT, &m->output, err, errlen)) return -1;
-    for (int l = 0; l < m->hp.n_layer; l++) {
+    if (m->first && place(m, d->token_embd, ST_T_TOKEN_EMBD, &m->tok_embd, err, errlen)) return -1;
+    if (m->last && place(m, d->output_norm, ST_T_OUTPUT_NORM, &m->output_norm, err, errlen)) return -1;
+    if (m->last && d->output == d->token_embd && m->first) m->output = m->tok_embd;
+    else if (m->last && place(m, d->output ? d->output : d->token_embd, ST_T_OUTPUT, &m->output, err, errlen))
+        return -1; /* tied to an embedding that lives on the first stage's device: a copy here */
+    for (int l = m->l0; l < m->l1; l++) {
         read_scales(m, l);
         const int merged = place_qkv(m, l, err, errlen);
         if (merged < 0) return -1;
@@ -347,9 +358,9 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
         }
         split_gate_up(&m->layers[l]);
     }
-    st_status s = m->api->stream_sync(m->stream);
+    st_status s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "uploading weights: %s", m->api->last_error());
+        snprintf(err, errlen, "uploading weights: %s", st_dev_error());
         return -1;
     }
     return 0;
@@ -357,11 +368,24 @@ static int place_weights(st_model *m, char *err, size_t errlen) {
 
 st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st_device *dev,
                         uint32_t dev_index, const st_model_params *pin, char *err, size_t errlen) {
+    st_model_stage one = {api, dev, dev_index, desc->hp.n_layer, 0, -1};
+    return st_model_load_split(desc, &one, 1, pin, err, errlen);
+}
+
+st_model *st_model_load_stage(const st_model_desc *desc, const st_model_stage *st, int32_t l0, int first, int last,
+                              const st_model_params *pin, char *err, size_t errlen) {
     st_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "out of host memory");
         return NULL;
     }
+    const st_backend_api *api = st->api;
+    st_device *dev = st->dev;
+    const uint32_t dev_index = st->index;
+    m->l0 = l0;
+    m->l1 = l0 + st->n_layers;
+    m->first = first;
+    m->last = last;
     m->desc = desc;
     m->hp = desc->hp;
     st_model_params_default(&m->p);
@@ -374,17 +398,12 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
     if (m->p.n_out_max > m->p.n_batch) m->p.n_out_max = m->p.n_batch;
     if (m->p.topk_max <= 0) m->p.topk_max = 256;
     if (m->p.topk_max > m->hp.n_vocab) m->p.topk_max = m->hp.n_vocab;
-    m->api = api;
-    m->ops = api->ops;
-    m->dev = dev;
-    m->dev_index = dev_index;
-    m->props.size = sizeof m->props;
-    if (api->device_props(dev_index, &m->props) != ST_OK) {
-        snprintf(err, errlen, "backend '%s': device %u properties: %s", api->name, dev_index, api->last_error());
+    if (st_dev_wrap(&m->dev, api, dev, dev_index, 1) != ST_OK) {
+        snprintf(err, errlen, "backend '%s': device %u properties: %s", api->name, dev_index, st_dev_error());
         free(m);
         return NULL;
     }
-    m->in_place = (m->props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
+    m->in_place = (m->dev.props.caps & ST_CAP_UNIFIED) && !m->p.no_in_place;
     m->hybrid = m->p.expert_slots >= 0 && m->hp.n_expert > 0;
     if (!m->hybrid) m->p.expert_slots = -1;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
@@ -399,8 +418,8 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
         return NULL;
     }
     find_fused(m);
-    if (api->stream_create(dev, &m->stream) != ST_OK) {
-        snprintf(err, errlen, "creating a stream on %s: %s", m->props.name, api->last_error());
+    if (st_dev_stream_create(&m->dev, &m->stream) != ST_OK) {
+        snprintf(err, errlen, "creating a stream on %s: %s", m->dev.props.name, st_dev_error());
         free(m->layers);
         free(m);
         return NULL;
@@ -417,16 +436,18 @@ st_model *st_model_load(const st_model_desc *desc, const st_backend_api *api, st
 
 void st_model_free(st_model *m) {
     if (!m) return;
-    if (m->stream) m->api->stream_sync(m->stream);
+    st_model_free(m->next);
+    st_model_split_free(m);
+    if (m->stream) st_dev_sync(&m->dev, m->stream);
     st_model_graph_release(m);
     st_model_experts_free(m);
     st_kv_free(m->kv);
-    for (int32_t i = m->n_bufs - 1; i >= 0; i--) m->api->mem_free(m->dev, m->bufs[i]);
-    if (m->stream) m->api->stream_destroy(m->stream);
+    for (int32_t i = m->n_bufs - 1; i >= 0; i--) st_dev_free(&m->dev, m->bufs[i]);
+    if (m->stream) st_dev_stream_destroy(&m->dev, m->stream);
     free(m->bufs);
     free(m->layers);
     free(m->w.inp_host);
-    free(m->expert_counts);
+    if (!m->counts_shared) free(m->expert_counts);
     free(m->rids_host);
     free(m->seq_len0);
     free(m->seq_len_run);
@@ -437,16 +458,24 @@ const st_model_desc *st_model_desc_of(const st_model *m) { return m->desc; }
 const st_model_params *st_model_params_of(const st_model *m) { return &m->p; }
 st_kv *st_model_kv(st_model *m) { return m->kv; }
 int st_model_weights_in_place(const st_model *m) { return m->in_place; }
-uint64_t st_model_weight_bytes_uploaded(const st_model *m) { return m->bytes_uploaded; }
+uint64_t st_model_weight_bytes_uploaded(const st_model *m) {
+    uint64_t b = 0;
+    for (; m; m = m->next) b += m->bytes_uploaded;
+    return b;
+}
 int32_t st_model_n_out(const st_model *m) { return m->n_out; }
 
 void st_model_count_experts(st_model *m, int on) {
-    m->counts_on = on && m->expert_counts != NULL;
-    m->count_experts = m->counts_on || m->route_stats;
+    for (; m; m = m->next) { /* every stage counts its layers into the head's table */
+        m->counts_on = on && m->expert_counts != NULL;
+        m->count_experts = m->counts_on || m->route_stats;
+    }
 }
 void st_model_route_stats(st_model *m, struct st_route_stats *s) {
-    m->route_stats = m->expert_counts ? s : NULL;
-    m->count_experts = m->counts_on || m->route_stats;
+    for (; m; m = m->next) {
+        m->route_stats = m->expert_counts ? s : NULL;
+        m->count_experts = m->counts_on || m->route_stats;
+    }
 }
 const uint64_t *st_model_expert_counts(const st_model *m) { return m->expert_counts; }
 void st_model_expert_counts_reset(st_model *m) {

@@ -62,7 +62,10 @@ typedef struct st_plan_device_in {
                                   (sim: 0; CUDA: the context, ~500 MiB) */
     uint64_t vram_budget;      /* 0 = none; else use at most this many bytes (--vram-budget) */
     int32_t unified;           /* nonzero: weights are read in place from host memory */
-    int32_t n_layers;          /* layers placed here; 0 on every device = split by capacity */
+    int32_t n_layers;          /* layers placed here; 0 on every device = split by the planner */
+    double bw_gbs;             /* memory bandwidth for the decode time model (GB/s; module-reported or
+                                  measured); 0 = unknown. When every device has one, the planner's
+                                  split minimizes the modelled time per token; else it follows room */
 } st_plan_device_in;
 
 /* A consumer registered by name before planning (e.g. a 110 MiB buffer of another part). */
@@ -84,6 +87,8 @@ typedef struct st_plan_request {
     uint64_t graph_bytes;      /* captured graphs, per device */
     uint64_t reserve;          /* --vram-reserve-mib, per device */
     int64_t expert_cache;      /* -1 = auto (what is left), 0 = none, N = N slots per device */
+    int32_t experts_resident;  /* nonzero: every expert of a device's layers must be resident there (a layer
+                                  split has no expert offload): the split counts them in each layer's cost */
     int32_t n_extra;
     st_plan_extra extra[ST_PLAN_MAX_EXTRA];
 } st_plan_request;
@@ -107,6 +112,7 @@ typedef struct st_plan_device {
     int32_t n_layers;
     int64_t expert_slots;      /* expert cache slots */
     int64_t expert_slots_max;  /* experts of this device's layers (all resident at this count) */
+    double t_token_s;          /* modelled decode seconds per token of its layers (0: bandwidth unknown) */
     int32_t n_consumers;
     st_plan_consumer c[ST_PLAN_MAX_CONSUMERS];
 } st_plan_device;
@@ -129,6 +135,9 @@ typedef struct st_plan {
     uint64_t bytes_expert_slot;/* one expert of one layer (desc->bytes_expert_slice) */
     int32_t split_auto;        /* nonzero: the planner chose the layer split (in proportion to each
                                   device's room for layers after its other consumers) */
+    int32_t split_speed;       /* nonzero: the split minimizes the modelled time (every bw_gbs known) */
+    int64_t split_considered;  /* placements the time model compared */
+    double t_token_s;          /* modelled decode seconds per token over every device and boundary */
     int32_t n_devices;
     st_plan_device dev[ST_PLAN_MAX_DEVICES];
     int32_t n_notes;

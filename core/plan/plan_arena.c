@@ -15,8 +15,7 @@ typedef struct arena_block {
 } arena_block;
 
 struct st_plan_arena {
-    const st_backend_api *api;
-    st_device *dev;
+    st_dev dev;                 /* the door to the device the blocks live on */
     char dev_name[64];
     int32_t n;
     arena_block b[ST_PLAN_MAX_CONSUMERS];
@@ -55,8 +54,7 @@ st_plan_arena *st_plan_arena_create(const st_plan *plan, int32_t d, const st_bac
         snprintf(err, errlen, "plan: out of host memory");
         return NULL;
     }
-    a->api = api;
-    a->dev = dev;
+    st_dev_wrap(&a->dev, api, dev, 0, 0);
     snprintf(a->dev_name, sizeof a->dev_name, "%s", plan->dev[d].in.name);
     const st_plan_device *pd = &plan->dev[d];
     for (int32_t i = 0; i < pd->n_consumers; i++) {
@@ -65,12 +63,12 @@ st_plan_arena *st_plan_arena_create(const st_plan *plan, int32_t d, const st_bac
         arena_block *b = &a->b[a->n];
         snprintf(b->name, sizeof b->name, "%s", c->name);
         b->budget = c->bytes;
-        st_status s = api->mem_alloc(dev, c->bytes, &b->base);
+        st_status s = st_dev_alloc(&a->dev, c->bytes, &b->base);
         if (s != ST_OK || !b->base) {
             snprintf(err, errlen,
                      "plan: allocating consumer '%s' (%.1f MiB) on %s failed although the plan budgeted it "
                      "(%.1f MiB planned of %.1f MiB usable): %s",
-                     c->name, MIB(c->bytes), a->dev_name, MIB(pd->planned), MIB(pd->capacity), api->last_error());
+                     c->name, MIB(c->bytes), a->dev_name, MIB(pd->planned), MIB(pd->capacity), st_dev_error());
             b->base = NULL;
             st_plan_arena_free(a);
             *status = s != ST_OK ? s : ST_INTERNAL;
@@ -150,7 +148,7 @@ st_status st_plan_arena_free(st_plan_arena *a) {
     st_status first = ST_OK;
     for (int32_t i = 0; i < ST_PLAN_MAX_CONSUMERS; i++) {
         if (!a->b[i].base) continue;
-        st_status s = a->api->mem_free(a->dev, a->b[i].base);
+        st_status s = st_dev_free(&a->dev, a->b[i].base);
         if (s != ST_OK && first == ST_OK) first = s;
     }
     free(a);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/dev.h"
 #include "plan/plan.h"
 #include "strata/backend.h"
 
@@ -44,7 +45,7 @@ uint64_t st_plan_arena_bytes(const st_plan_arena *a);
 /* Nonzero when `ptr` lies inside one of the arena's blocks. */
 int st_plan_arena_owns(const st_plan_arena *a, const void *ptr);
 /* Releases every block and the arena. Returns the first failing mem_free status (text
- * through api->last_error), OK otherwise; NULL is ok. */
+ * through st_dev_error), OK otherwise; NULL is ok. */
 st_status st_plan_arena_free(st_plan_arena *a);
 
 /* An allocator for code that allocates through a backend table (core/model, core/kv) without

@@ -38,8 +38,7 @@ const st_plan_consumer *st_plan_find(const st_plan *p, int32_t d, const char *na
     return NULL;
 }
 
-static void note(st_plan *p, st_plan_level lv, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(st_plan *p, st_plan_level lv, const char *fmt, ...) {
+void st_plan_note_add(st_plan *p, st_plan_level lv, const char *fmt, ...) {
     if (p->n_notes >= ST_PLAN_MAX_NOTES) return;
     st_plan_note *n = &p->notes[p->n_notes++];
     n->level = lv;
@@ -86,7 +85,8 @@ static void fit_split(st_plan *p, const st_model_desc *desc, const st_plan_reque
     uint64_t layer_max[2] = {0, 0}; /* costliest layer: [0] copied weights, [1] unified device */
     for (int32_t l = 0; l < L; l++)
         for (int u = 0; u < 2; u++) {
-            uint64_t c = st_plan_weight_bytes(desc, l, 1, 0, 0, u) + kv1 + (uint64_t)hp->n_expert * 4u;
+            uint64_t c = st_plan_weight_bytes(desc, l, 1, 0, 0, u) + kv1 + (uint64_t)hp->n_expert * 4u +
+                         (r->experts_resident && !u ? st_plan_expert_resident_bytes(desc, l, 1) : 0);
             if (c > layer_max[u]) layer_max[u] = c;
         }
     int64_t room[ST_PLAN_MAX_DEVICES], maxl[ST_PLAN_MAX_DEVICES];
@@ -109,7 +109,11 @@ static void fit_split(st_plan *p, const st_model_desc *desc, const st_plan_reque
     }
     if (sum_max < L || sum_room <= 0) return;
     int32_t n[ST_PLAN_MAX_DEVICES], given = 0;
-    for (int32_t i = 0; i < D; i++) {
+    int speed = 1;
+    for (int32_t i = 0; i < D; i++) speed &= p->dev[i].in.bw_gbs > 0;
+    p->split_speed = speed && st_plan_split_fastest(p, desc, maxl, room, n) == 0;
+    if (p->split_speed) given = L;
+    for (int32_t i = 0; i < D && !p->split_speed; i++) {
         n[i] = (int32_t)((double)L * (double)room[i] / sum_room);
         if (n[i] > maxl[i]) n[i] = (int32_t)maxl[i];
         given += n[i];
@@ -190,9 +194,9 @@ static void fixed_consumers(st_plan *p, const st_model_desc *desc, const st_plan
            memory only with a cache, which is decided after the fit: reserved either way */
         if (hp->n_expert > 0 && nl > 0)
             add(d, "expert_table", ST_PLAN_EXPERT_TABLE,
-                st_plan_round((uint64_t)nl * (uint64_t)hp->n_expert * 4u) + st_plan_expert_index_bytes(hp, n_tok),
-                "(layer, expert) -> slot for %d layers x %d experts, indices of %d tokens x top-%d", nl,
-                hp->n_expert, n_tok, hp->n_expert_used);
+                st_plan_round((uint64_t)hp->n_layer * (uint64_t)hp->n_expert * 4u) + st_plan_expert_index_bytes(hp, n_tok),
+                "(layer, expert) -> slot, indexed by layer: %d layers x %d experts, indices of %d tokens x top-%d",
+                hp->n_layer, hp->n_expert, n_tok, hp->n_expert_used);
         if (d->in.runtime_overhead > 0)
             add(d, "runtime", ST_PLAN_RUNTIME, d->in.runtime_overhead, "runtime overhead measured after context creation");
         if (s->reserve > 0)
@@ -268,6 +272,10 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
     for (int32_t i = 0; i < p->n_devices; i++) {
         st_plan_device *d = &p->dev[i];
         if (d->expert_slots_max == 0) continue;
+        if (d->in.unified && r->experts_resident) { /* read in place from the file: every one is there */
+            d->expert_slots = d->expert_slots_max;
+            continue;
+        }
         uint64_t left = d->capacity > d->planned ? d->capacity - d->planned : 0;
         int64_t fit = (int64_t)(left / slot);
         int64_t want = r->expert_cache < 0 ? d->expert_slots_max : r->expert_cache;
@@ -277,13 +285,13 @@ static void expert_cache(st_plan *p, const st_model_desc *desc, const st_plan_re
         const uint64_t all = st_plan_expert_resident_bytes(desc, d->layer_first, d->n_layers);
         if (n == d->expert_slots_max && all > left) n--;
         if (r->expert_cache > 0 && n < want)
-            note(p, ST_PLAN_WARNING,
+            st_plan_note_add(p, ST_PLAN_WARNING,
                  "%s: expert cache shrunk from %lld to %lld slots (%.1f MiB left after the other consumers); "
                  "--expert-cache %lld, a shorter --ctx, fewer --parallel or a larger --vram-budget avoids this",
                  d->in.name, (long long)want, (long long)n, MIB(left), (long long)n);
         d->expert_slots = n;
         if (n == 0 && r->expert_cache != 0) {
-            note(p, ST_PLAN_WARNING,
+            st_plan_note_add(p, ST_PLAN_WARNING,
                  "%s: no room for any expert slot (%.1f MiB left, one slot is %.2f MiB): every expert of layers "
                  "%d-%d runs on the CPU; a shorter --ctx, fewer --parallel or --vram-reserve-mib avoids this",
                  d->in.name, MIB(left), MIB(slot), d->layer_first, d->layer_first + d->n_layers - 1);
@@ -417,7 +425,7 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         return NULL;
     }
     if (r.n_ctx > hp->n_ctx_train && hp->rope_scaling == ST_ROPE_SCALING_NONE)
-        note(p, ST_PLAN_WARNING, "--ctx %d is beyond the model's training context %d (no rope scaling in the file)",
+        st_plan_note_add(p, ST_PLAN_WARNING, "--ctx %d is beyond the model's training context %d (no rope scaling in the file)",
              r.n_ctx, hp->n_ctx_train);
 
     plan_state s = {r.n_slots, r.n_ctx, r.verify_window, r.kv_type, r.reserve};
@@ -427,14 +435,14 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         int32_t bad = short_device(p, &by);
         /* 1: the expert cache is already zero here: only the fixed consumers are counted */
         if (!noted_cache && hp->n_expert > 0 && r.expert_cache != 0) {
-            note(p, ST_PLAN_WARNING, "%s: no room for an expert cache (the other consumers are %.1f MiB over); "
+            st_plan_note_add(p, ST_PLAN_WARNING, "%s: no room for an expert cache (the other consumers are %.1f MiB over); "
                  "experts run on the CPU; --expert-cache 0 states this, a shorter --ctx avoids it",
                  p->dev[bad].in.name, MIB(by));
             noted_cache = 1;
         }
         /* 2: a resident KV window with the rest streamed is not built */
         if (!noted_stream) {
-            note(p, ST_PLAN_WARNING, "%s: KV streaming beyond a resident window is not built yet; the whole KV "
+            st_plan_note_add(p, ST_PLAN_WARNING, "%s: KV streaming beyond a resident window is not built yet; the whole KV "
                  "of every slot must be resident", p->dev[bad].in.name);
             noted_stream = 1;
         }
@@ -458,13 +466,14 @@ st_plan *st_plan_build(const st_model_desc *desc, const st_plan_device_in *devs,
         return p;
     }
     if (s.slots < r.n_slots)
-        note(p, ST_PLAN_WARNING,
+        st_plan_note_add(p, ST_PLAN_WARNING,
              "--parallel %d does not fit: planned %d slots of %d positions; --parallel %d, a shorter --ctx, "
              "--kv-type q8_0 or a larger --vram-budget avoids this", r.n_slots, s.slots, s.ctx, s.slots);
     if (s.W < r.verify_window)
-        note(p, ST_PLAN_WARNING, "--verify-window %d does not fit: planned %d; --verify-window %d avoids this",
+        st_plan_note_add(p, ST_PLAN_WARNING, "--verify-window %d does not fit: planned %d; --verify-window %d avoids this",
              r.verify_window, s.W, s.W);
     expert_cache(p, desc, &r);
     p->ok = 1;
+    st_plan_split_times(p, desc);
     return p;
 }

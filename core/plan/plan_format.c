@@ -24,8 +24,12 @@ size_t st_plan_format(const st_plan *p, char *buf, size_t len) {
         char layers[48];
         if (d->n_layers > 0) snprintf(layers, sizeof layers, "layers %d-%d", d->layer_first, d->layer_first + d->n_layers - 1);
         else snprintf(layers, sizeof layers, "no layers");
-        st_textbuf_put(&o, "\n%s: %.1f MiB usable (free %.1f of %.1f MiB%s), %s\n", d->in.name, MIB(d->capacity),
-            MIB(d->in.mem_free), MIB(d->in.mem_total), d->in.vram_budget ? ", --vram-budget" : "", layers);
+        char share[80] = "";
+        if (p->t_token_s > 0)
+            snprintf(share, sizeof share, ", %.3f ms/token modelled (%.0f%% of the time)", d->t_token_s * 1e3,
+                     100 * d->t_token_s / p->t_token_s);
+        st_textbuf_put(&o, "\n%s: %.1f MiB usable (free %.1f of %.1f MiB%s), %s%s\n", d->in.name, MIB(d->capacity),
+            MIB(d->in.mem_free), MIB(d->in.mem_total), d->in.vram_budget ? ", --vram-budget" : "", layers, share);
         st_textbuf_put(&o, "  %-16s %12s  %s\n", "consumer", "MiB", "why");
         for (int32_t c = 0; c < d->n_consumers; c++)
             st_textbuf_put(&o, "  %-16s %12.1f  %s\n", d->c[c].name, MIB(d->c[c].bytes), d->c[c].why);
@@ -52,6 +56,22 @@ size_t st_plan_format_metrics(const st_plan *p, char *buf, size_t len) {
     st_textbuf_put(&o, "# TYPE strata_plan_slots gauge\nstrata_plan_slots %d\n", p->n_slots);
     st_textbuf_put(&o, "# TYPE strata_plan_ctx gauge\nstrata_plan_ctx %d\n", p->n_ctx);
     st_textbuf_put(&o, "# TYPE strata_plan_verify_window gauge\nstrata_plan_verify_window %d\n", p->verify_window);
+    st_textbuf_put(&o, "# HELP strata_plan_device_layers layers the split places on each device, from layer_first\n");
+    st_textbuf_put(&o, "# TYPE strata_plan_device_layers gauge\n");
+    for (int32_t i = 0; i < p->n_devices; i++)
+        st_textbuf_put(&o, "strata_plan_device_layers{device=\"%d\",name=\"%s\",layer_first=\"%d\"} %d\n", i,
+            p->dev[i].in.name, p->dev[i].layer_first, p->dev[i].n_layers);
+    st_textbuf_put(&o, "# HELP strata_plan_device_allocated_bytes bytes the plan allocates on each device\n");
+    st_textbuf_put(&o, "# TYPE strata_plan_device_allocated_bytes gauge\n");
+    for (int32_t i = 0; i < p->n_devices; i++)
+        st_textbuf_put(&o, "strata_plan_device_allocated_bytes{device=\"%d\"} %llu\n", i,
+            (unsigned long long)p->dev[i].allocated);
+    if (p->t_token_s > 0) {
+        st_textbuf_put(&o, "# HELP strata_plan_device_time_share modelled share of a decode token's time per device\n");
+        st_textbuf_put(&o, "# TYPE strata_plan_device_time_share gauge\n");
+        for (int32_t i = 0; i < p->n_devices; i++)
+            st_textbuf_put(&o, "strata_plan_device_time_share{device=\"%d\"} %.4f\n", i, p->dev[i].t_token_s / p->t_token_s);
+    }
     st_textbuf_put(&o, "# HELP strata_plan_bytes bytes the plan gives each consumer on each device\n");
     st_textbuf_put(&o, "# TYPE strata_plan_bytes gauge\n");
     for (int32_t i = 0; i < p->n_devices; i++)
@@ -94,9 +114,9 @@ size_t st_plan_format_json(const st_plan *p, char *buf, size_t len) {
         st_textbuf_put(&o, "%s{\"name\":", i ? "," : "");
         put_json_str(&o, d->in.name);
         st_textbuf_put(&o, ",\"capacity\":%llu,\"planned\":%llu,\"allocated\":%llu,\"layer_first\":%d,\"n_layers\":%d,"
-            "\"expert_slots\":%lld,\"expert_slots_max\":%lld,\"consumers\":[",
+            "\"expert_slots\":%lld,\"expert_slots_max\":%lld,\"token_ms\":%.4f,\"consumers\":[",
             (unsigned long long)d->capacity, (unsigned long long)d->planned, (unsigned long long)d->allocated,
-            d->layer_first, d->n_layers, (long long)d->expert_slots, (long long)d->expert_slots_max);
+            d->layer_first, d->n_layers, (long long)d->expert_slots, (long long)d->expert_slots_max, d->t_token_s * 1e3);
         for (int32_t c = 0; c < d->n_consumers; c++) {
             st_textbuf_put(&o, "%s{\"name\":", c ? "," : "");
             put_json_str(&o, d->c[c].name);

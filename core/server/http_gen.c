@@ -125,9 +125,10 @@ static void log_request(const gen *g, const char *finish) {
     st_engine_experts_format(&d->experts, xs, sizeof xs);
     fprintf(stderr,
             "strata serve: request %llu %s%s: prompt %d tokens = %d reused + %d read, %d generated, "
-            "prefill %.0f ms, decode %.1f tok/s, finish %s%s%s\n",
+            "prefill %.0f ms, decode %.1f tok/s, finish %s%s%s%s%s\n",
             (unsigned long long)g->r->id, g->q.chat ? "chat" : "completion", g->q.stream ? " stream" : "", d->n_prompt,
-            d->n_reused, d->n_prompt - d->n_reused, d->n_gen, d->prefill_ms, tps, finish, xs[0] ? "; " : "", xs);
+            d->n_reused, d->n_prompt - d->n_reused, d->n_gen, d->prefill_ms, tps, finish, xs[0] ? "; " : "", xs,
+            d->devices[0] ? "; time per device: " : "", d->devices);
 }
 
 static void log_failure(const gen *g) {

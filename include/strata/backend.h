@@ -122,13 +122,50 @@ typedef enum st_op_id {
     ST_OP_COUNT = 22       /* number of op ids this header knows; not an op */
 } st_op_id;
 
+/* The op slots, in op-id order: X(ID, slot, argument struct, ABI minor that added it). Every op
+ * slot is optional: NULL means the module has no kernel for it, and a slot a newer minor added
+ * is read only when the module's table reports that minor and a size covering it. The ops
+ * table (st_backend_ops), st_op_name, the loader's checks, the host's one door to a device
+ * (core/backend/dev.h), the ABI layout test and docs/backends.md's slot list all come from this
+ * one list; an op is added by appending a line here (and its id above). */
+#define ST_BACKEND_OP_SLOTS(X)                                  \
+    X(GET_ROWS, get_rows, st_get_rows_args, 0)                  \
+    X(RMS_NORM, rms_norm, st_rms_norm_args, 0)                  \
+    X(MATMUL, matmul, st_matmul_args, 0)                        \
+    X(ROPE, rope, st_rope_args, 0)                              \
+    X(KV_WRITE, kv_write, st_kv_write_args, 0)                  \
+    X(ATTENTION, attention, st_attention_args, 0)               \
+    X(SWIGLU, swiglu, st_swiglu_args, 0)                        \
+    X(ROUTER, router, st_router_args, 0)                        \
+    X(MOE_MATMUL, moe_matmul, st_moe_matmul_args, 0)            \
+    X(MOE_COMBINE, moe_combine, st_moe_combine_args, 0)         \
+    X(ADD, add, st_binary_args, 0)                              \
+    X(SCALE, scale, st_binary_args, 0)                          \
+    X(CONVERT, convert, st_binary_args, 0)                      \
+    X(MUL_ROWS, mul_rows, st_binary_args, 0)                    \
+    X(ARGMAX, argmax, st_topk_args, 0)                          \
+    X(TOPK, topk, st_topk_args, 0)                              \
+    X(ATTN_PREP, attn_prep, st_attn_prep_args, 1)               \
+    X(MOE_GATE_UP, moe_gate_up, st_moe_gate_up_args, 1)         \
+    X(MOE_DOWN, moe_down, st_moe_down_args, 1)                  \
+    X(ATTENTION_EX, attention_ex, st_attention_ex_args, 2)      \
+    X(SWIGLU_OAI, swiglu_oai, st_swiglu_oai_args, 2)            \
+    X(ROUTER_GROUPS, router_groups, st_router_groups_args, 2)
+
 /* Lower-case name of an op id ("moe_gate_up"), "op" for an unknown id. Static storage. */
 static inline const char *st_op_name(uint32_t op) {
-    static const char *const names[ST_OP_COUNT] = {
-        "get_rows", "rms_norm", "matmul", "rope", "kv_write", "attention", "swiglu", "router", "moe_matmul",
-        "moe_combine", "add", "scale", "convert", "mul_rows", "argmax", "topk", "attn_prep", "moe_gate_up",
-        "moe_down", "attention_ex", "swiglu_oai", "router_groups"};
+#define ST_OP_NAME_(ID, slot, A, minor) #slot,
+    static const char *const names[ST_OP_COUNT] = {ST_BACKEND_OP_SLOTS(ST_OP_NAME_)};
+#undef ST_OP_NAME_
     return op < ST_OP_COUNT ? names[op] : "op";
+}
+
+/* The ABI minor that added op `op` (ST_ABI_MINOR + 1 for an id this header does not know). */
+static inline uint32_t st_op_minor(uint32_t op) {
+#define ST_OP_MINOR_(ID, slot, A, minor) minor,
+    static const unsigned char minors[ST_OP_COUNT] = {ST_BACKEND_OP_SLOTS(ST_OP_MINOR_)};
+#undef ST_OP_MINOR_
+    return op < ST_OP_COUNT ? minors[op] : ST_ABI_MINOR + 1;
 }
 
 /* A strided view of device memory. `data` is a device address; the view does not own it. */
@@ -442,37 +479,82 @@ typedef struct st_router_groups_args {
     st_router_args base;
 } st_router_groups_args;
 
-/* One slot per op id, in op-id order. NULL = op absent on this module. */
+/* One slot per op id, in op-id order (ST_BACKEND_OP_SLOTS). NULL = op absent on this module. */
 typedef struct st_backend_ops {
     uint32_t size;
     uint32_t reserved;
-    st_status (*get_rows)(st_stream *s, const st_get_rows_args *a);
-    st_status (*rms_norm)(st_stream *s, const st_rms_norm_args *a);
-    st_status (*matmul)(st_stream *s, const st_matmul_args *a);
-    st_status (*rope)(st_stream *s, const st_rope_args *a);
-    st_status (*kv_write)(st_stream *s, const st_kv_write_args *a);
-    st_status (*attention)(st_stream *s, const st_attention_args *a);
-    st_status (*swiglu)(st_stream *s, const st_swiglu_args *a);
-    st_status (*router)(st_stream *s, const st_router_args *a);
-    st_status (*moe_matmul)(st_stream *s, const st_moe_matmul_args *a);
-    st_status (*moe_combine)(st_stream *s, const st_moe_combine_args *a);
-    st_status (*add)(st_stream *s, const st_binary_args *a);
-    st_status (*scale)(st_stream *s, const st_binary_args *a);
-    st_status (*convert)(st_stream *s, const st_binary_args *a);
-    st_status (*mul_rows)(st_stream *s, const st_binary_args *a);
-    st_status (*argmax)(st_stream *s, const st_topk_args *a);
-    st_status (*topk)(st_stream *s, const st_topk_args *a);
-    /* ABI 1.1 (read only when `size` covers them) */
-    st_status (*attn_prep)(st_stream *s, const st_attn_prep_args *a);
-    st_status (*moe_gate_up)(st_stream *s, const st_moe_gate_up_args *a);
-    st_status (*moe_down)(st_stream *s, const st_moe_down_args *a);
-    /* ABI 1.2 (read only when `size` covers them) */
-    st_status (*attention_ex)(st_stream *s, const st_attention_ex_args *a);
-    st_status (*swiglu_oai)(st_stream *s, const st_swiglu_oai_args *a);
-    st_status (*router_groups)(st_stream *s, const st_router_groups_args *a);
+#define ST_OP_SLOT_FIELD_(ID, slot, A, minor) st_status (*slot)(st_stream *s, const A *a);
+    ST_BACKEND_OP_SLOTS(ST_OP_SLOT_FIELD_)
+#undef ST_OP_SLOT_FIELD_
 } st_backend_ops;
 
 /* ---- the module's table ------------------------------------------------------------ */
+
+/* The slots of st_backend_api after its header (size .. version), in table order:
+ *   F(slot, return type, (parameters), required, ABI minor that added it)  a function slot
+ *   P(slot, type, required, ABI minor)                                      a pointer slot
+ * A required slot is never NULL in a table of that minor or later (the loader refuses the
+ * module otherwise); an optional NULL slot means "not supported". The struct below, the
+ * loader's check, the host's device door (core/backend/dev.h), the layout test and
+ * docs/backends.md's slot list all come from this one list.
+ *
+ * identity and probe:
+ *   probe: fill `out` (caller sets out->size); no side effects beyond loading driver libraries;
+ *     OK when at least one device is usable, else the reason's status.
+ *   device_props: properties of device `index` < report.n_devices (caller sets out->size).
+ *   op_supported: nonzero when device `index` runs `op` with weight type `wtype`
+ *     (activation-typed ops pass their activation type).
+ *   last_error: thread-local text of the last failure on the calling thread; never NULL.
+ * devices:
+ *   device_open: *out is owned by the module until device_close; device_close: every buffer,
+ *     stream and graph of it must already be released. mem_info: current free/total bytes.
+ * memory:
+ *   mem_alloc: `bytes` of device memory, a device address owned by the caller until mem_free;
+ *     OOM with a text naming the size and free memory on failure.
+ *   host_alloc/host_free: pinned host memory usable for async copies (NULL: host uses malloc).
+ *   host_register/host_unregister: an existing host range, e.g. a mapped file (NULL: unsupported).
+ *   copy_*: ordered on stream `s`; host pointers stay borrowed until the stream syncs.
+ *   copy_peer: from a device of this module in the same domain (NULL: no peer access).
+ * streams and events: stream_sync waits for all work on `s`; asynchronous failures surface
+ *   there with their op named. event_wait: s waits for e.
+ * ops: never NULL; NULL slots inside are absent ops (ST_BACKEND_OP_SLOTS).
+ * graphs (optional, all NULL when unsupported): capture a stream's work, replay it.
+ * shutdown: join every module thread; the host dlcloses afterwards. */
+#define ST_BACKEND_API_SLOTS(F, P)                                                                     \
+    F(probe, st_status, (st_probe_report * out), 1, 0)                                                 \
+    F(device_props, st_status, (uint32_t index, st_device_props * out), 1, 0)                          \
+    F(op_supported, int, (uint32_t index, uint32_t op, uint32_t wtype), 1, 0)                          \
+    F(last_error, const char *, (void), 1, 0)                                                          \
+    F(device_open, st_status, (uint32_t index, st_device * *out), 1, 0)                                \
+    F(device_close, st_status, (st_device * dev), 1, 0)                                                \
+    F(mem_info, st_status, (st_device * dev, uint64_t * free_bytes, uint64_t * total_bytes), 1, 0)     \
+    F(mem_alloc, st_status, (st_device * dev, uint64_t bytes, void **out), 1, 0)                       \
+    F(mem_free, st_status, (st_device * dev, void *ptr), 1, 0)                                         \
+    F(host_alloc, st_status, (st_device * dev, uint64_t bytes, void **out), 0, 0)                      \
+    F(host_free, st_status, (st_device * dev, void *ptr), 0, 0)                                        \
+    F(host_register, st_status, (st_device * dev, void *ptr, uint64_t bytes), 0, 0)                    \
+    F(host_unregister, st_status, (st_device * dev, void *ptr), 0, 0)                                  \
+    F(copy_h2d, st_status, (st_stream * s, void *dst, const void *src, uint64_t bytes), 1, 0)          \
+    F(copy_d2h, st_status, (st_stream * s, void *dst, const void *src, uint64_t bytes), 1, 0)          \
+    F(copy_d2d, st_status, (st_stream * s, void *dst, const void *src, uint64_t bytes), 1, 0)          \
+    F(copy_peer, st_status,                                                                            \
+      (st_stream * s, void *dst, st_device *src_dev, const void *src, uint64_t bytes), 0, 0)           \
+    F(memset_d, st_status, (st_stream * s, void *dst, int value, uint64_t bytes), 1, 0)                \
+    F(stream_create, st_status, (st_device * dev, st_stream * *out), 1, 0)                             \
+    F(stream_destroy, st_status, (st_stream * s), 1, 0)                                                \
+    F(stream_sync, st_status, (st_stream * s), 1, 0)                                                   \
+    F(event_create, st_status, (st_device * dev, st_event * *out), 1, 0)                               \
+    F(event_destroy, st_status, (st_event * e), 1, 0)                                                  \
+    F(event_record, st_status, (st_event * e, st_stream * s), 1, 0)                                    \
+    F(event_wait, st_status, (st_stream * s, st_event * e), 1, 0)                                      \
+    F(event_sync, st_status, (st_event * e), 1, 0)                                                     \
+    P(ops, const st_backend_ops *, 1, 0)                                                               \
+    F(graph_begin, st_status, (st_stream * s), 0, 0)                                                   \
+    F(graph_end, st_status, (st_stream * s, st_graph * *out), 0, 0)                                    \
+    F(graph_launch, st_status, (st_graph * g, st_stream * s), 0, 0)                                    \
+    F(graph_destroy, st_status, (st_graph * g), 0, 0)                                                  \
+    F(shutdown, void, (void), 0, 0)
+
 typedef struct st_backend_api {
     uint32_t size;          /* sizeof(st_backend_api) as the module compiled it */
     uint32_t abi_major;     /* module's ABI major (must equal host's) */
@@ -480,69 +562,11 @@ typedef struct st_backend_api {
     uint32_t reserved;
     const char *name;       /* short name: "cpu", "cuda", "sim"; static storage */
     const char *version;    /* module version string; static storage */
-
-    /* -- identity and probe -- */
-    /* Fill `out` (caller sets out->size). No side effects beyond loading driver libraries.
-     * Returns OK when at least one device is usable, else the reason's status. */
-    st_status (*probe)(st_probe_report *out);
-    /* Properties of device `index` < report.n_devices (caller sets out->size). */
-    st_status (*device_props)(uint32_t index, st_device_props *out);
-    /* Nonzero when device `index` runs `op` with weight type `wtype` (activation-typed ops
-     * pass their activation type). Never NULL. */
-    int (*op_supported)(uint32_t index, uint32_t op, uint32_t wtype);
-    /* Thread-local text of the last failure on the calling thread; never NULL (may be ""). */
-    const char *(*last_error)(void);
-
-    /* -- devices -- */
-    /* Open device `index`; *out is owned by the module until device_close. */
-    st_status (*device_open)(uint32_t index, st_device **out);
-    /* Close a device; every buffer, stream and graph of it must already be released. */
-    st_status (*device_close)(st_device *dev);
-    /* Current free/total bytes of an opened device. */
-    st_status (*mem_info)(st_device *dev, uint64_t *free_bytes, uint64_t *total_bytes);
-
-    /* -- memory -- */
-    /* Allocate `bytes` of device memory; *out is a device address owned by the caller until
-     * mem_free. OOM with a text naming the size and free memory on failure. */
-    st_status (*mem_alloc)(st_device *dev, uint64_t bytes, void **out);
-    st_status (*mem_free)(st_device *dev, void *ptr);
-    /* Pinned host memory usable for async copies; NULL slots = unsupported (host uses malloc). */
-    st_status (*host_alloc)(st_device *dev, uint64_t bytes, void **out);
-    st_status (*host_free)(st_device *dev, void *ptr);
-    /* Register/unregister an existing host range (e.g. a mapped file); NULL = unsupported. */
-    st_status (*host_register)(st_device *dev, void *ptr, uint64_t bytes);
-    st_status (*host_unregister)(st_device *dev, void *ptr);
-    /* Copies ordered on stream `s`. Host pointers stay borrowed until the stream syncs. */
-    st_status (*copy_h2d)(st_stream *s, void *dst, const void *src, uint64_t bytes);
-    st_status (*copy_d2h)(st_stream *s, void *dst, const void *src, uint64_t bytes);
-    st_status (*copy_d2d)(st_stream *s, void *dst, const void *src, uint64_t bytes);
-    /* Copy from a device of this module in the same domain; NULL = no peer access. */
-    st_status (*copy_peer)(st_stream *s, void *dst, st_device *src_dev, const void *src,
-                           uint64_t bytes);
-    st_status (*memset_d)(st_stream *s, void *dst, int value, uint64_t bytes);
-
-    /* -- streams and events -- */
-    st_status (*stream_create)(st_device *dev, st_stream **out);
-    st_status (*stream_destroy)(st_stream *s);
-    /* Wait for all work on `s`; asynchronous failures surface here with their op named. */
-    st_status (*stream_sync)(st_stream *s);
-    st_status (*event_create)(st_device *dev, st_event **out);
-    st_status (*event_destroy)(st_event *e);
-    st_status (*event_record)(st_event *e, st_stream *s);
-    st_status (*event_wait)(st_stream *s, st_event *e); /* s waits for e */
-    st_status (*event_sync)(st_event *e);
-
-    /* -- ops -- */
-    const st_backend_ops *ops; /* never NULL; NULL slots inside = absent ops */
-
-    /* -- optional graph capture (all NULL when unsupported) -- */
-    st_status (*graph_begin)(st_stream *s);
-    st_status (*graph_end)(st_stream *s, st_graph **out);
-    st_status (*graph_launch)(st_graph *g, st_stream *s);
-    st_status (*graph_destroy)(st_graph *g);
-
-    /* -- shutdown: join every module thread; the host dlcloses afterwards -- */
-    void (*shutdown)(void);
+#define ST_API_FN_FIELD_(slot, ret, params, req, minor) ret(*slot) params;
+#define ST_API_PTR_FIELD_(slot, type, req, minor) type slot;
+    ST_BACKEND_API_SLOTS(ST_API_FN_FIELD_, ST_API_PTR_FIELD_)
+#undef ST_API_FN_FIELD_
+#undef ST_API_PTR_FIELD_
 } st_backend_api;
 
 /* The entry point every module exports. The module copies what it needs of `host` (the

@@ -16,9 +16,11 @@ int main(void) {
     char err[512];
     api->device_open(0, &dev);
     api->stream_create(dev, &st);
+    st_dev door;
+    st_dev_wrap(&door, api, dev, 0, 1);
     st_kv_params p = {.n_layer = 2, .n_head_kv = 2, .head_dim = 32, .type = ST_TYPE_F16, .n_seq = 2, .n_ctx = 40,
                       .n_cells = 64, .page_size = 16};
-    st_kv *kv = st_kv_create(api, dev, st, &p, err, sizeof err);
+    st_kv *kv = st_kv_create(&door, st, &p, err, sizeof err);
     CHECK(kv != NULL, "create: %s", err);
     if (!kv) return 1;
     CHECK(st_kv_cells_free(kv) == 64, "4 free pages of 16");
@@ -67,10 +69,10 @@ int main(void) {
     /* Q8_0 needs head_dim % 32 == 0 */
     p.type = ST_TYPE_Q8_0;
     p.head_dim = 16;
-    kv = st_kv_create(api, dev, st, &p, err, sizeof err);
+    kv = st_kv_create(&door, st, &p, err, sizeof err);
     CHECK(!kv && strstr(err, "multiple of 32"), "Q8_0 with head dim 16: '%s'", err);
     p.head_dim = 64;
-    kv = st_kv_create(api, dev, st, &p, err, sizeof err);
+    kv = st_kv_create(&door, st, &p, err, sizeof err);
     CHECK(kv && st_kv_k(kv, 0).nb[1] == 2 * 34, "Q8_0 rows of 2 blocks");
     st_kv_free(kv);
     CHECK(st_kv_type_from_name("Q8_0") == ST_TYPE_Q8_0 && st_kv_type_from_name("bf16") == -1, "names");

@@ -204,7 +204,9 @@ static int case_three_8k(void) {
     kp.type = ST_TYPE_F16;
     kp.n_seq = 3;
     kp.n_ctx = 8192;
-    st_kv *kv = st_kv_create(&g_wrap, s.dev[0], stream, &kp, err, sizeof err);
+    st_dev door;
+    st_dev_wrap(&door, &g_wrap, s.dev[0], 0, 0);
+    st_kv *kv = st_kv_create(&door, stream, &kp, err, sizeof err);
     CHECK(kv != NULL, "KV from the plan: %s (%s)", err, g_wrap_err);
     if (kv) {
         int bad = 0;
