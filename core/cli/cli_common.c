@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/backend_registry.h"
+#include "backend/device_pick.h"
 #include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
@@ -129,11 +130,6 @@ void st_cli_model_opts_help(FILE *f) {
             "  --no-mmap              copy weights to the device even when it can read the file\n");
 }
 
-static int is_default_candidate(const st_backend_device *d) {
-    const char *v = d->props->vendor;
-    return strcmp(v, "cpu") && strcmp(v, "sim");
-}
-
 /* Chooses (api, index) per the options; fills s->reg/api/index/device_text. */
 static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o) {
     if (o->backend && !strcmp(o->backend, "ref")) {
@@ -151,7 +147,6 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
         return -1;
     }
     s->reg = reg;
-    const uint32_t n = st_backend_registry_n_devices(reg);
     const char *want_backend = o->backend;
     long want_index = -1;
     char name_buf[64];
@@ -167,40 +162,11 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
             return -1;
         }
     }
-    const st_backend_device *pick = NULL;
-    if (want_backend) {
-        for (uint32_t i = 0; i < n && !pick; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (strcmp(d->module->backend, want_backend) && strcmp(d->module->api->name, want_backend)) continue;
-            if (want_index >= 0 && d->index != (uint32_t)want_index) continue;
-            pick = d;
-        }
-        if (!pick) {
-            fprintf(stderr, "strata %s: no usable device of backend '%s'%s (see `strata backends`)\n", cmd,
-                    want_backend, want_index >= 0 ? " with that index" : "");
-            return -1;
-        }
-    } else if (want_index >= 0) {
-        if ((uint32_t)want_index >= n) {
-            fprintf(stderr, "strata %s: --device %ld: only %u usable device(s) (see `strata backends`)\n", cmd,
-                    want_index, n);
-            return -1;
-        }
-        pick = st_backend_registry_device(reg, (uint32_t)want_index);
-    } else {
-        for (uint32_t i = 0; i < n; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (is_default_candidate(d) && (!pick || d->props->mem_total > pick->props->mem_total)) pick = d;
-        }
-        for (uint32_t i = 0; i < n && !pick; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (!strcmp(d->props->vendor, "cpu")) pick = d;
-        }
-        if (!pick) {
-            fprintf(stderr, "strata %s: no usable device: no GPU and no CPU module loaded (see `strata backends`; "
-                    "--backend ref runs the slow scalar reference)\n", cmd);
-            return -1;
-        }
+    char err[256];
+    const st_backend_device *pick = st_backend_pick(reg, want_backend, want_index, err, sizeof err);
+    if (!pick) {
+        fprintf(stderr, "strata %s: %s\n", cmd, err);
+        return -1;
     }
     s->pick = pick;
     s->api = pick->module->api;

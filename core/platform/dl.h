@@ -30,6 +30,10 @@ void st_dl_explain(const char *path, const char *loader_text, char *out, size_t 
 /* Directory of the running executable (from /proc/self/exe), without a trailing slash.
  * Returns 0, or -1 with out set to "" when the OS cannot tell. */
 int st_exe_dir(char *out, size_t outlen);
+/* Directory of the executable or shared library holding the code at `addr` (a function of the
+ * caller's), without a trailing slash: libstrata.so's own directory when it is linked as one.
+ * Returns 0, or -1 with out set to "" when the OS cannot tell. */
+int st_code_dir(const void *addr, char *out, size_t outlen);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,8 @@
 #     device, `strata --version` passes check_version.sh, and `strata run` generates 8 greedy
 #     tokens of a generated model on the CPU module;
 #   - the same for the .tar.gz unpacked and then moved elsewhere (relocatable);
-#   - shared objects in the packages: modules carry no soname (dlopen'ed MODULEs).
+#   - shared objects in the packages: modules carry no soname (dlopen'ed MODULEs); libstrata.so.1
+#     carries its soname;
 #   COMPONENTS: comma-separated components this build packages (core,dev[,cuda][,vsx]).
 set -u
 build=$1 src=$2 version=$3 commit=$4 abi=$5 comps=$6
@@ -33,7 +34,7 @@ n_deb=$(ls "$tmp/out"/*.deb 2>/dev/null | wc -l)
 [ "$n_deb" -eq "${#want[@]}" ] || bad "expected ${#want[@]} .deb files (${comps}), got $n_deb: $(ls "$tmp/out")"
 for c in "${want[@]}"; do
   name=${pkg[$c]}
-  a=$arch; [ "$c" = dev ] && a=all
+  a=$arch
   f="$tmp/out/${name}_${version}_${a}.deb"
   if [ ! -f "$f" ]; then bad "no package $name ($f)"; continue; fi
   got=$(dpkg-deb -f "$f" Package)
@@ -57,7 +58,12 @@ for c in "${want[@]}"; do
           [ -n "$mods" ] || bad "$name holds no module" ;;
     vsx)  [ "$mods" = "strata-cpu-vsx.so " ] || bad "$name holds '$mods', expected strata-cpu-vsx.so" ;;
     core) for m in $mods; do case "$m" in strata-cuda*|strata-cpu-vsx*) bad "$name holds $m";; esac; done
-          dpkg-deb -c "$f" | grep ' \./usr/bin/strata$' >/dev/null || bad "$name has no /usr/bin/strata" ;;
+          dpkg-deb -c "$f" | grep ' \./usr/bin/strata$' >/dev/null || bad "$name has no /usr/bin/strata"
+          dpkg-deb -c "$f" | grep -q ' \./usr/lib/libstrata\.so\.1' || bad "$name has no /usr/lib/libstrata.so.1" ;;
+    dev)  for p in usr/include/strata/strata.h usr/include/strata/backend.h usr/lib/libstrata.a usr/lib/libstrata.so \
+                   usr/lib/pkgconfig/strata.pc; do
+            dpkg-deb -c "$f" | grep -q " \./$p" || bad "$name has no /$p"
+          done ;;
   esac
 done
 
@@ -85,6 +91,11 @@ run_tree() { # root label: run strata backends and --version from an unpacked tr
     echo "$label run: $(head -n 1 "$tmp/$label.err")"
   else
     bad "$label: strata gen-model failed"
+  fi
+  if [ -e "$root/lib/libstrata.so.1" ]; then
+    readelf -d "$root/lib/libstrata.so.1" | grep -q 'SONAME.*\[libstrata\.so\.1\]' || bad "$label: libstrata.so.1 has no soname libstrata.so.1"
+  else
+    bad "$label: no lib/libstrata.so.1"
   fi
   for so in "$root"/lib/strata/backends/*.so; do
     readelf -d "$so" | grep -q SONAME && bad "$label: module $(basename "$so") has a soname"
