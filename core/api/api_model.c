@@ -10,6 +10,7 @@
 #include "kv/kv.h"
 #include "model/ref_device.h"
 #include "platform/dl.h"
+#include "progress/progress.h"
 
 #define V1_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
@@ -109,15 +110,20 @@ static strata_status load_weights(strata_model *m, const strata_model_options *o
     mp.n_seq = m->n_parallel;
     mp.n_out_max = m->n_parallel;
     FILE *log = o->verbose ? stderr : NULL;
+    const int mode = o->progress > 0 ? ST_PROGRESS_ALWAYS : o->progress < 0 ? ST_PROGRESS_AUTO : ST_PROGRESS_NEVER;
+    st_progress pg;
     if (!m->reg) {
+        st_progress_load_begin(&pg, stderr, mode, path, m->d, &mp);
         m->m = st_model_load(m->d, m->api, m->dev, m->index, &mp, err, sizeof err);
     } else {
         st_offload_opts oo;
         plan_options(o, &oo);
         if (st_offload_prepare(&oo, m->d, m->reg, m->pick, m->dev, &mp, log, &m->off, err, sizeof err))
             return st_api_fail(STRATA_ERR_NO_MEMORY, "memory plan of %s on %s: %s", path, m->device_text, err);
+        st_progress_load_begin(&pg, stderr, mode, path, m->d, &mp);
         m->m = st_offload_load(&m->off, m->d, m->api, m->dev, m->index, &mp, log, err, sizeof err);
     }
+    st_progress_load_end(&pg, &mp);
     if (!m->m)
         return st_api_fail(strstr(err, "memory") ? STRATA_ERR_NO_MEMORY : STRATA_ERR_DEVICE, "loading %s on %s: %s",
                            path, m->device_text, err);

@@ -11,6 +11,7 @@
 #include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
+#include "progress/progress.h"
 
 int st_cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val) {
     const char *a = argv[*i];
@@ -115,6 +116,10 @@ int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_mode
         o->no_in_place = 1;
         return 1;
     }
+    if (!strcmp(argv[*i], "--progress") || !strcmp(argv[*i], "--no-progress")) {
+        o->progress = argv[*i][2] == 'p' ? ST_PROGRESS_ALWAYS : ST_PROGRESS_NEVER;
+        return 1;
+    }
     return 0;
 }
 
@@ -127,7 +132,9 @@ void st_cli_model_opts_help(FILE *f) {
             "  -c, --ctx N            context positions (default: min(training context, 4096))\n"
             "  -b, --batch N          tokens per forward (default 512)\n"
             "  --kv-type T            KV cache type: f16 (default), f32, q8_0\n"
-            "  --no-mmap              copy weights to the device even when it can read the file\n");
+            "  --no-mmap              copy weights to the device even when it can read the file\n"
+            "  --progress             the weights' upload progress line on stderr (default: on a terminal,\n"
+            "                         for loads that last); --no-progress: never\n");
 }
 
 /* Chooses (api, index) per the options; fills s->reg/api/index/device_text. */
@@ -224,7 +231,10 @@ int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, 
     if (st_cli_open_device(cmd, s, o, mp, want_tok)) return -1;
     if (!mp) return 0; /* tokenizer only */
     char err[1024];
+    st_progress pg;
+    st_progress_load_begin(&pg, stderr, o->progress, o->model, s->d, mp);
     s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    st_progress_load_end(&pg, mp);
     if (!s->m) {
         fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
         st_cli_close(s);

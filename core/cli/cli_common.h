@@ -36,6 +36,8 @@ typedef struct st_cli_model_opts {
     long batch;             /* --batch */
     const char *kv_type;    /* --kv-type f16|f32|q8_0 */
     int no_in_place;        /* --no-mmap: copy weights even to a unified device */
+    int progress;           /* --progress / --no-progress: the load progress line (ST_PROGRESS_*;
+                               0 = on a terminal, for loads that last) */
 } st_cli_model_opts;
 
 /* Tries to consume one shared option at argv[*i]: 1 consumed, 0 not one, -1 error. */

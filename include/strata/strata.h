@@ -7,7 +7,7 @@
  *   (one conversation: its own request, detokenizer and cancel flag).
  * - Every call that can fail returns a strata_status; the text of the last failure on the
  *   calling thread is strata_last_error(). Nothing in the library exits, aborts or prints,
- *   except the plan's table when the options ask for it.
+ *   except the plan's table and the load progress line when the options ask for them.
  * - Option and result structs start with `uint32_t size`; fill them with their _init function
  *   (which sets size to the size this header knows). The library reads and writes only the
  *   first `size` bytes, so a program built against an older header keeps working with a newer
@@ -92,6 +92,8 @@ typedef struct strata_model_options {
     int32_t n_cpu_moe;         /* --n-cpu-moe N; -1 = not given (default) */
     const char *expert_profile;/* --expert-profile FILE or NULL */
     int32_t verbose;           /* nonzero: the plan's table and notes on stderr */
+    int32_t progress;          /* the weights' upload progress line on stderr: 0 never (default),
+                                  1 always, -1 on a terminal for loads that last */
     int32_t no_mmap;           /* nonzero: copy the weights even to a device that can read the
                                   mapped file in place (the CPU), as --no-mmap */
 } strata_model_options;
