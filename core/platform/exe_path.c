@@ -6,18 +6,6 @@
 
 #include "platform/dl.h"
 
-/* The directory part of the file path buf (modified), into out. */
-static int dir_of(char *buf, char *out, size_t outlen) {
-    char *slash = strrchr(buf, '/');
-    if (!slash) return -1;
-    if (slash == buf) slash[1] = 0; /* executable in "/" */
-    else *slash = 0;
-    size_t len = strlen(buf);
-    if (len >= outlen) return -1;
-    memcpy(out, buf, len + 1);
-    return 0;
-}
-
 int st_exe_dir(char *out, size_t outlen) {
     if (!out || outlen < 2) return -1;
     out[0] = 0;
@@ -25,7 +13,7 @@ int st_exe_dir(char *out, size_t outlen) {
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n <= 0 || (size_t)n >= sizeof buf - 1) return -1;
     buf[n] = 0;
-    return dir_of(buf, out, outlen);
+    return st_path_dir(buf, out, outlen);
 }
 
 int st_code_dir(const void *addr, char *out, size_t outlen) {
@@ -37,5 +25,5 @@ int st_code_dir(const void *addr, char *out, size_t outlen) {
     size_t n = strlen(info.dli_fname);
     if (n >= sizeof buf) return -1;
     memcpy(buf, info.dli_fname, n + 1);
-    return dir_of(buf, out, outlen);
+    return st_path_dir(buf, out, outlen);
 }
