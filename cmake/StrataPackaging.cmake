@@ -4,6 +4,7 @@
 #   strata_<version>_<arch>.deb            core: the executable, the x86 CPU modules, libstrata.so.1
 #   strata-backend-cuda_<version>_<arch>.deb   strata-cuda*.so (when the CUDA module is built)
 #   strata-backend-vsx_<version>_ppc64el.deb   strata-cpu-vsx.so (ppc64le builds)
+#   strata-<component>-<version>-1.<arch>.rpm  the same packages as RPMs (cpack -G RPM)
 #   strata-dev_<version>_<arch>.deb        strata/strata.h, libstrata.so/.a, strata.pc (the embedding
 #                                          API) and strata/backend.h (out-of-tree backend modules)
 # Components are set where each file is installed (strata_module_component in
@@ -114,6 +115,39 @@ set(CPACK_DEBIAN_VSX_PACKAGE_NAME strata-backend-vsx)
 set(CPACK_DEBIAN_VSX_PACKAGE_DEPENDS "strata (= ${_ver})")
 set(CPACK_DEBIAN_VSX_DESCRIPTION "Strata POWER9 VSX CPU backend module
 strata-cpu-vsx.so, the CPU backend for POWER9 and later (ppc64el).")
+
+# RPM: the same components and package names as Debian's (cpack -G RPM; needs rpmbuild). Shared
+# libraries' dependencies come from rpmbuild's own scan; what it cannot see is named here.
+set(CPACK_RPM_COMPONENT_INSTALL ON)
+set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
+set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
+set(CPACK_RPM_PACKAGE_GROUP "Applications/Engineering")
+set(CPACK_RPM_PACKAGE_RELEASE 1)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(ppc64le|powerpc64le)$")
+  set(CPACK_RPM_PACKAGE_ARCHITECTURE ppc64le)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(CPACK_RPM_PACKAGE_ARCHITECTURE x86_64)
+endif()
+# /usr/lib/strata and /usr/lib/pkgconfig are shared by several packages; the standard ones are
+# owned by the system's filesystem package
+list(APPEND CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION /usr/lib/pkgconfig /usr/include)
+set(STRATA_RPM_CUDA_REQUIRES "libcuda.so.1()(64bit)" CACHE STRING
+    "RPM requirement naming the NVIDIA driver's libcuda.so.1 for strata-backend-cuda")
+set(CPACK_RPM_CORE_PACKAGE_NAME strata)
+set(CPACK_RPM_CORE_PACKAGE_SUMMARY "Strata MoE runtime: the strata executable, CPU backends, libstrata")
+set(CPACK_RPM_CORE_PACKAGE_DESCRIPTION "${CPACK_DEBIAN_CORE_DESCRIPTION}")
+set(CPACK_RPM_DEV_PACKAGE_NAME strata-dev)
+set(CPACK_RPM_DEV_PACKAGE_SUMMARY "Strata development files: the embedding API and the backend ABI")
+set(CPACK_RPM_DEV_PACKAGE_DESCRIPTION "${CPACK_DEBIAN_DEV_DESCRIPTION}")
+set(CPACK_RPM_DEV_PACKAGE_REQUIRES "strata = ${_ver}")
+set(CPACK_RPM_CUDA_PACKAGE_NAME strata-backend-cuda)
+set(CPACK_RPM_CUDA_PACKAGE_SUMMARY "Strata CUDA backend module")
+set(CPACK_RPM_CUDA_PACKAGE_DESCRIPTION "${CPACK_DEBIAN_CUDA_DESCRIPTION}")
+set(CPACK_RPM_CUDA_PACKAGE_REQUIRES "strata = ${_ver}, ${STRATA_RPM_CUDA_REQUIRES}")
+set(CPACK_RPM_VSX_PACKAGE_NAME strata-backend-vsx)
+set(CPACK_RPM_VSX_PACKAGE_SUMMARY "Strata POWER9 VSX CPU backend module")
+set(CPACK_RPM_VSX_PACKAGE_DESCRIPTION "${CPACK_DEBIAN_VSX_DESCRIPTION}")
+set(CPACK_RPM_VSX_PACKAGE_REQUIRES "strata = ${_ver}")
 
 include(CPack)
 cpack_add_component(core DISPLAY_NAME "strata" DESCRIPTION "executable and CPU backends" REQUIRED)
