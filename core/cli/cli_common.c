@@ -93,6 +93,10 @@ static int alias_model_opt(const char *cmd, int argc, char **argv, int *i, st_cl
 int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
     const char *v;
     int r;
+    if (!strcmp(argv[*i], "--no-mmap")) { /* ours, before the server's llama.cpp spelling that ignores it */
+        o->no_in_place = 1;
+        return 1;
+    }
     if ((r = alias_model_opt(cmd, argc, argv, i, o))) return r;
     if ((r = st_cli_opt(argc, argv, i, "--model", "-m", &v))) return r < 0 ? -1 : (o->model = v, 1);
     if ((r = st_cli_opt(argc, argv, i, "--backend", NULL, &v))) return r < 0 ? -1 : (o->backend = v, 1);
@@ -112,10 +116,6 @@ int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_mode
         return r < 0 || st_cli_int(cmd, "--ctx", v, 0, 1 << 24, &o->ctx) ? -1 : 1;
     if ((r = st_cli_opt(argc, argv, i, "--batch", "-b", &v)))
         return r < 0 || st_cli_int(cmd, "--batch", v, 1, 1 << 16, &o->batch) ? -1 : 1;
-    if (!strcmp(argv[*i], "--no-mmap")) {
-        o->no_in_place = 1;
-        return 1;
-    }
     if (!strcmp(argv[*i], "--progress") || !strcmp(argv[*i], "--no-progress")) {
         o->progress = argv[*i][2] == 'p' ? ST_PROGRESS_ALWAYS : ST_PROGRESS_NEVER;
         return 1;
