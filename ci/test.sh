@@ -36,6 +36,10 @@ if [ -x ci/ppc64le.sh ] || [ -f ci/ppc64le.sh ]; then
   stage "ppc64le cross build (core + vsx + sim) and conformance under qemu"
   bash ci/ppc64le.sh || status=1
 fi
+if [ -f ci/windows.sh ]; then
+  stage "Windows cross build (mingw-w64) under wine: version, backends, a run, conformance"
+  bash ci/windows.sh build-ci || status=1
+fi
 if [ -f ci/fuzz.sh ]; then
   stage "fuzzing (short)"
   bash ci/fuzz.sh || status=1

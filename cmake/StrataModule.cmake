@@ -49,7 +49,10 @@ function(strata_add_module target)
     LIBRARY_OUTPUT_DIRECTORY ${STRATA_MODULE_DIR})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/core
                              ${PROJECT_SOURCE_DIR}/backends)
-  if(NOT APPLE)
+  if(WIN32)
+    # a DLL resolves every symbol at link time anyway; -z defs is ELF-only
+    target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL)
+  elseif(NOT APPLE)
     target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL)
   endif()
   strata_module_component(${target} comp)

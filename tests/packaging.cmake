@@ -31,3 +31,18 @@ if(TARGET strata AND NOT CMAKE_CROSSCOMPILING AND STRATA_DPKG_DEB AND STRATA_CPA
   # cpack re-installs every component and strips the copies: a few seconds
   set_tests_properties(packaging.deb PROPERTIES LABELS "slow;nosan" TIMEOUT 300 RUN_SERIAL ON)
 endif()
+
+# The same packages as RPMs (cpack -G RPM needs rpmbuild; unpacked with rpm2cpio | cpio).
+find_program(STRATA_RPMBUILD rpmbuild)
+find_program(STRATA_RPM2CPIO rpm2cpio)
+find_program(STRATA_CPIO cpio)
+if(TARGET strata AND NOT CMAKE_CROSSCOMPILING AND STRATA_RPMBUILD AND STRATA_RPM2CPIO AND STRATA_CPIO AND STRATA_CPACK
+   AND NOT STRATA_SANITIZE)
+  string(REPLACE ";" "," _comps "${STRATA_PACKAGE_COMPONENTS}")
+  get_filename_component(_cpack_dir ${STRATA_CPACK} DIRECTORY)
+  add_test(NAME packaging.rpm
+           COMMAND env PATH=${_cpack_dir}:$ENV{PATH} ${CMAKE_CURRENT_SOURCE_DIR}/packaging/check_rpm.sh
+                   ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${STRATA_VERSION} ${STRATA_GIT_COMMIT_DETECTED}
+                   ${STRATA_TEST_ABI} ${_comps})
+  set_tests_properties(packaging.rpm PROPERTIES LABELS "slow;nosan" TIMEOUT 300 RUN_SERIAL ON)
+endif()

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/module_util.h"
+#include "platform/aligned.h"
 
 #define ST_HOSTMEM_ALIGN 64u
 #define ST_HOSTMEM_HDR 64u /* header before each block: holds its size, keeps alignment */
@@ -47,7 +48,7 @@ st_status st_hostmem_alloc(st_hostmem *m, const char *dev_name, uint64_t bytes, 
                            bytes / 1048576.0, dev_name, fr / 1048576.0, m->capacity / 1048576.0);
     }
     void *p = NULL;
-    if (bytes > UINT64_MAX - ST_HOSTMEM_HDR || posix_memalign(&p, ST_HOSTMEM_ALIGN, bytes + ST_HOSTMEM_HDR)) {
+    if (bytes > UINT64_MAX - ST_HOSTMEM_HDR || !(p = st_aligned_alloc(ST_HOSTMEM_ALIGN, bytes + ST_HOSTMEM_HDR))) {
         pthread_mutex_unlock(&m->mu);
         return st_mod_fail(ST_OOM, "alloc %.1f MiB on %s: host allocation failed", bytes / 1048576.0, dev_name);
     }
@@ -68,7 +69,7 @@ st_status st_hostmem_free(st_hostmem *m, void *ptr) {
     pthread_mutex_lock(&m->mu);
     m->used -= bytes < m->used ? bytes : m->used;
     pthread_mutex_unlock(&m->mu);
-    free(base);
+    st_aligned_free(base);
     return ST_OK;
 }
 

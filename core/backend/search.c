@@ -66,7 +66,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static int is_module_name(const char *name) {
     size_t n = strlen(name);
-    return n > 10 && !strncmp(name, "strata-", 7) && !strcmp(name + n - 3, ".so");
+    const size_t sl = strlen(ST_DL_SUFFIX);
+    return n > 7 + sl && !strncmp(name, "strata-", 7) && !strcmp(name + n - sl, ST_DL_SUFFIX);
 }
 
 /* Look at one directory or file; fills the step's result. */
@@ -128,7 +129,7 @@ static int scan_entry(st_backend_registry *reg, uint32_t step_idx) {
     free(names);
     st = &reg->steps[step_idx];
     st->n_found = (uint32_t)n;
-    snprintf(st->result, sizeof st->result, "%zu module file%s (strata-*.so)", n, n == 1 ? "" : "s");
+    snprintf(st->result, sizeof st->result, "%zu module file%s (strata-*" ST_DL_SUFFIX ")", n, n == 1 ? "" : "s");
     return rc;
 }
 
@@ -143,7 +144,7 @@ int st_backend_search_run(st_backend_registry *reg, const st_backend_options *op
     } else {
         const char *p = list;
         while (*p) {
-            const char *colon = strchr(p, ':');
+            const char *colon = strchr(p, ST_PATH_LIST_SEP);
             size_t len = colon ? (size_t)(colon - p) : strlen(p);
             if (len > 0 && len < ST_BACKEND_PATH_MAX) {
                 char entry[ST_BACKEND_PATH_MAX];

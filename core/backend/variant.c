@@ -2,6 +2,8 @@
 /* Module file names and CPU variant choice. See variant.h. */
 #include "backend/variant.h"
 
+#include "platform/dl.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -9,10 +11,11 @@ int st_module_name_parse(const char *file, char *backend, size_t blen, char *var
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     size_t n = strlen(base);
-    int ok = n > 10 && !strncmp(base, "strata-", 7) && !strcmp(base + n - 3, ".so");
+    const size_t sl = strlen(ST_DL_SUFFIX);
+    int ok = n > 7 + sl && !strncmp(base, "strata-", 7) && !strcmp(base + n - sl, ST_DL_SUFFIX);
     char stem[256];
     if (ok) {
-        snprintf(stem, sizeof stem, "%.*s", (int)(n - 10), base + 7);
+        snprintf(stem, sizeof stem, "%.*s", (int)(n - 7 - sl), base + 7);
     } else {
         const char *dot = strchr(base, '.');
         snprintf(stem, sizeof stem, "%.*s", (int)(dot ? (size_t)(dot - base) : n), base);

@@ -8,9 +8,11 @@
 
 #include "backend/backend_registry.h"
 #include "backend/dev.h"
+#include "backend/device_pick.h"
 #include "cli/cli_alias.h"
 #include "kv/kv.h"
 #include "model/ref_device.h"
+#include "progress/progress.h"
 
 int st_cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val) {
     const char *a = argv[*i];
@@ -115,6 +117,10 @@ static int alias_model_opt(const char *cmd, int argc, char **argv, int *i, st_cl
 int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_model_opts *o) {
     const char *v;
     int r;
+    if (!strcmp(argv[*i], "--no-mmap")) { /* ours, before the server's llama.cpp spelling that ignores it */
+        o->no_in_place = 1;
+        return 1;
+    }
     if ((r = alias_model_opt(cmd, argc, argv, i, o))) return r;
     if ((r = st_cli_opt(argc, argv, i, "--model", "-m", &v))) return r < 0 ? -1 : (o->model = v, 1);
     if ((r = st_cli_opt(argc, argv, i, "--backend", NULL, &v))) return r < 0 ? -1 : (o->backend = v, 1);
@@ -134,8 +140,8 @@ int st_cli_model_opt(const char *cmd, int argc, char **argv, int *i, st_cli_mode
         return r < 0 || st_cli_int(cmd, "--ctx", v, 0, 1 << 24, &o->ctx) ? -1 : 1;
     if ((r = st_cli_opt(argc, argv, i, "--batch", "-b", &v)))
         return r < 0 || st_cli_int(cmd, "--batch", v, 1, 1 << 16, &o->batch) ? -1 : 1;
-    if (!strcmp(argv[*i], "--no-mmap")) {
-        o->no_in_place = 1;
+    if (!strcmp(argv[*i], "--progress") || !strcmp(argv[*i], "--no-progress")) {
+        o->progress = argv[*i][2] == 'p' ? ST_PROGRESS_ALWAYS : ST_PROGRESS_NEVER;
         return 1;
     }
     static const char *const split_names[] = {"split-mode", "tensor-split", "main-device", "n-gpu-layers"};
@@ -161,12 +167,9 @@ void st_cli_model_opts_help(FILE *f) {
             "                         kind, by the planner's time model) or none (--main-device alone)\n"
             "  --tensor-split a,b,..  layer ratios over those devices (-ts)\n"
             "  --main-device N        none: the device used; layer: the one holding the output (-mg)\n"
-            "  -ngl, --n-gpu-layers N N layers on the devices, the others (the first) on the CPU module\n");
-}
-
-static int is_default_candidate(const st_backend_device *d) {
-    const char *v = d->props->vendor;
-    return strcmp(v, "cpu") && strcmp(v, "sim");
+            "  -ngl, --n-gpu-layers N N layers on the devices, the others (the first) on the CPU module\n"
+            "  --progress             the weights' upload progress line on stderr (default: on a terminal,\n"
+            "                         for loads that last); --no-progress: never\n");
 }
 
 /* Chooses (api, index) per the options; fills s->reg/api/index/device_text. */
@@ -186,7 +189,6 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
         return -1;
     }
     s->reg = reg;
-    const uint32_t n = st_backend_registry_n_devices(reg);
     const char *want_backend = o->backend;
     long want_index = -1;
     char name_buf[64];
@@ -202,40 +204,11 @@ static int choose(const char *cmd, st_cli_session *s, const st_cli_model_opts *o
             return -1;
         }
     }
-    const st_backend_device *pick = NULL;
-    if (want_backend) {
-        for (uint32_t i = 0; i < n && !pick; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (strcmp(d->module->backend, want_backend) && strcmp(d->module->api->name, want_backend)) continue;
-            if (want_index >= 0 && d->index != (uint32_t)want_index) continue;
-            pick = d;
-        }
-        if (!pick) {
-            fprintf(stderr, "strata %s: no usable device of backend '%s'%s (see `strata backends`)\n", cmd,
-                    want_backend, want_index >= 0 ? " with that index" : "");
-            return -1;
-        }
-    } else if (want_index >= 0) {
-        if ((uint32_t)want_index >= n) {
-            fprintf(stderr, "strata %s: --device %ld: only %u usable device(s) (see `strata backends`)\n", cmd,
-                    want_index, n);
-            return -1;
-        }
-        pick = st_backend_registry_device(reg, (uint32_t)want_index);
-    } else {
-        for (uint32_t i = 0; i < n; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (is_default_candidate(d) && (!pick || d->props->mem_total > pick->props->mem_total)) pick = d;
-        }
-        for (uint32_t i = 0; i < n && !pick; i++) {
-            const st_backend_device *d = st_backend_registry_device(reg, i);
-            if (!strcmp(d->props->vendor, "cpu")) pick = d;
-        }
-        if (!pick) {
-            fprintf(stderr, "strata %s: no usable device: no GPU and no CPU module loaded (see `strata backends`; "
-                    "--backend ref runs the slow scalar reference)\n", cmd);
-            return -1;
-        }
+    char err[256];
+    const st_backend_device *pick = st_backend_pick(reg, want_backend, want_index, err, sizeof err);
+    if (!pick) {
+        fprintf(stderr, "strata %s: %s\n", cmd, err);
+        return -1;
     }
     s->pick = pick;
     s->api = pick->module->api;
@@ -294,7 +267,10 @@ int st_cli_open(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, 
     if (st_cli_open_device(cmd, s, o, mp, want_tok)) return -1;
     if (!mp) return 0; /* tokenizer only */
     char err[1024];
+    st_progress pg;
+    st_progress_load_begin(&pg, stderr, o->progress, o->model, s->d, mp);
     s->m = st_model_load(s->d, s->api, s->dev, s->index, mp, err, sizeof err);
+    st_progress_load_end(&pg, mp);
     if (!s->m) {
         fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
         st_cli_close(s);

@@ -43,6 +43,8 @@ typedef struct st_cli_model_opts {
     int main_device_given;
     long n_gpu_layers;      /* -ngl N: layers on the devices, the rest on the CPU (when ngl_given) */
     int ngl_given;
+    int progress;           /* --progress / --no-progress: the load progress line (ST_PROGRESS_*;
+                               0 = on a terminal, for loads that last) */
 } st_cli_model_opts;
 
 /* Tries to consume one shared option at argv[*i]: 1 consumed, 0 not one, -1 error. */

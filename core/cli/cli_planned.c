@@ -56,6 +56,7 @@ static int open_split(const char *cmd, st_cli_session *s, const st_cli_model_opt
     st_split_report(sp, s->m, stderr);
     return 0;
 }
+#include "progress/progress.h"
 
 int st_cli_open_planned(const char *cmd, st_cli_session *s, const st_cli_model_opts *o, const st_offload_opts *oo,
                         st_model_params *mp, int want_tok, st_offload *off) {
@@ -91,7 +92,10 @@ int st_cli_open_planned(const char *cmd, st_cli_session *s, const st_cli_model_o
         st_cli_close_planned(s, off);
         return -1;
     }
+    st_progress pg;
+    st_progress_load_begin(&pg, stderr, o->progress, o->model, s->d, mp);
     s->m = st_offload_load(off, s->d, s->api, s->dev, s->index, mp, stderr, err, sizeof err);
+    st_progress_load_end(&pg, mp);
     if (!s->m) {
         fprintf(stderr, "strata %s: loading %s on %s: %s\n", cmd, o->model, s->device_text, err);
         st_cli_close_planned(s, off);

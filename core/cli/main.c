@@ -46,7 +46,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
         if (strcmp(argv[1], cmds[i].name)) continue;
         if (!cmds[i].fn) {
-            fprintf(stderr, "strata: '%s' is not part of this build\n", argv[1]);
+            fprintf(stderr, "strata: '%s' is not part of this build%s\n", argv[1],
+                    strcmp(argv[1], "serve") ? ""
+                                             : " (the server needs libmicrohttpd and cJSON when it is built; the "
+                                               "Windows build leaves it out: docs/packaging.md)");
             return 2;
         }
         return cmds[i].fn(argc - 1, argv + 1);

@@ -3,6 +3,7 @@
 #include "engine/engine_offload.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,8 @@ int st_offload_opt(const char *cmd, int argc, char **argv, int *i, st_offload_op
         if (r < 0) return bad(cmd, "--expert-cache", v, "auto, a number of slots or a size");
         o->expert_cache_bytes = 0;
         if (!strcmp(v, "auto")) o->expert_cache = -1;
-        else if (parse_long(v, 0, 1L << 40, &n) == 0) o->expert_cache = n;
+        else if (parse_long(v, 0, LONG_MAX > (1LL << 40) ? (long)(1LL << 40) : LONG_MAX, &n) == 0) /* 32-bit on Windows */
+            o->expert_cache = n;
         else if (st_plan_parse_size(v, &o->expert_cache_bytes) == 0) o->expert_cache = -1;
         else return bad(cmd, "--expert-cache", v, "auto, a number of slots or a size like 2GiB");
     } else if ((r = match(argc, argv, i, "--expert-policy", &v))) {

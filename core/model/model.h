@@ -58,6 +58,11 @@ typedef struct st_model_params {
      * load ends), so that an allocator carving from a plan (st_plan_api_consumer) charges each
      * buffer to its own block. NULL (default): not told. */
     void (*alloc_consumer)(st_device *dev, const char *consumer);
+    /* Optional: called during st_model_load (never later) after each weight upload with the
+     * bytes uploaded so far (the progress line, core/progress); progress_user is passed back.
+     * NULL (default): not called. */
+    void (*progress)(void *user, uint64_t bytes_uploaded);
+    void *progress_user;
 } st_model_params;
 
 /* Fills the defaults above. */

@@ -206,6 +206,11 @@ static void find_fused(st_model *m) {
     m->fused_moe = moe;
 }
 
+/* Tells the caller's progress hook how far the weights' upload is. */
+static void uploaded(const st_model *m) {
+    if (m->p.progress) m->p.progress(m->p.progress_user, m->bytes_uploaded);
+}
+
 static int is_vector_role(int r) { return st_tensor_role_is_vector((st_tensor_role)r); }
 
 /* Places one tensor: in place, converted to F32 (vectors), or copied. */
@@ -232,6 +237,7 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
             return -1;
         }
         m->bytes_uploaded += (uint64_t)n * 4;
+        uploaded(m);
         return 0;
     }
     if (m->in_place) {
@@ -246,6 +252,7 @@ static int place(st_model *m, const st_gguf_tensor *g, int role, st_tensor *out,
         return -1;
     }
     m->bytes_uploaded += g->nbytes;
+    uploaded(m);
     return 0;
 }
 
@@ -275,6 +282,7 @@ static int place_qkv(st_model *m, int l, char *err, size_t errlen) {
             return -1;
         }
         m->bytes_uploaded += g[i]->nbytes;
+        uploaded(m);
         off += g[i]->nbytes;
         rows += g[i]->ne[1];
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/aligned.h"
 #include "ref/ref.h"
 
 static int g_unified = 1;
@@ -62,7 +63,7 @@ static st_status mem_info(st_device *d, uint64_t *f, uint64_t *t) {
 }
 static st_status mem_alloc(st_device *d, uint64_t bytes, void **out) {
     (void)d;
-    *out = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    *out = st_aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!*out) {
         snprintf(g_err, sizeof g_err, "host allocation of %llu bytes failed", (unsigned long long)bytes);
         return ST_OOM;
@@ -71,7 +72,7 @@ static st_status mem_alloc(st_device *d, uint64_t bytes, void **out) {
 }
 static st_status mem_free(st_device *d, void *p) {
     (void)d;
-    free(p);
+    st_aligned_free(p);
     return ST_OK;
 }
 static st_status copy(st_stream *s, void *dst, const void *src, uint64_t n) {

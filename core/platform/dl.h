@@ -12,6 +12,16 @@ extern "C" {
 
 typedef struct st_dl st_dl; /* an opened shared object */
 
+/* File-name suffix of a shared object, and the separator of path lists ($STRATA_BACKEND_PATH):
+ * ".so" and ':' on POSIX, ".dll" and ';' on Windows (where ':' follows a drive letter). */
+#ifdef _WIN32
+#define ST_DL_SUFFIX ".dll"
+#define ST_PATH_LIST_SEP ';'
+#else
+#define ST_DL_SUFFIX ".so"
+#define ST_PATH_LIST_SEP ':'
+#endif
+
 /* Open the shared object at `path` (RTLD_NOW | RTLD_LOCAL). Returns the handle, owned by the
  * caller until st_dl_close, or NULL with a reason in err: the loader's text, and for a missing
  * dependency library its name first ("needs libcuda.so.1, not found (...)"). */
@@ -27,9 +37,17 @@ int st_dl_close(st_dl *dl, char *err, size_t errlen);
  * Writes into out (always NUL-terminated). Pure function; exposed for tests. */
 void st_dl_explain(const char *path, const char *loader_text, char *out, size_t outlen);
 
+/* The directory part of the file path in buf ('/'-separated; buf is modified), without a
+ * trailing slash ("/" for a file in the root), into out. 0, or -1 when there is no '/' or it
+ * does not fit. */
+int st_path_dir(char *buf, char *out, size_t outlen);
 /* Directory of the running executable (from /proc/self/exe), without a trailing slash.
  * Returns 0, or -1 with out set to "" when the OS cannot tell. */
 int st_exe_dir(char *out, size_t outlen);
+/* Directory of the executable or shared library holding the code at `addr` (a function of the
+ * caller's), without a trailing slash: libstrata.so's own directory when it is linked as one.
+ * Returns 0, or -1 with out set to "" when the OS cannot tell. */
+int st_code_dir(const void *addr, char *out, size_t outlen);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Monotonic clock in nanoseconds. Never fails. */
 uint64_t st_now_ns(void);
+/* Nonzero when f is a terminal (progress lines redraw in place there). */
+int st_is_terminal(FILE *f);
 
 #endif

@@ -8,14 +8,14 @@
 #     device, `strata --version` passes check_version.sh, and `strata run` generates 8 greedy
 #     tokens of a generated model on the CPU module;
 #   - the same for the .tar.gz unpacked and then moved elsewhere (relocatable);
-#   - shared objects in the packages: modules carry no soname (dlopen'ed MODULEs).
+#   - shared objects in the packages: modules carry no soname (dlopen'ed MODULEs); libstrata.so.1
+#     carries its soname;
 #   COMPONENTS: comma-separated components this build packages (core,dev[,cuda][,vsx]).
 set -u
 build=$1 src=$2 version=$3 commit=$4 abi=$5 comps=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+. "$(dirname "$0")/pkg_common.sh"
 
 if ! (cd "$build" && cpack -G "DEB;TGZ" -B "$tmp/out" >"$tmp/cpack.log" 2>&1); then
   cat "$tmp/cpack.log"; echo "FAIL: cpack"; exit 1
@@ -33,7 +33,7 @@ n_deb=$(ls "$tmp/out"/*.deb 2>/dev/null | wc -l)
 [ "$n_deb" -eq "${#want[@]}" ] || bad "expected ${#want[@]} .deb files (${comps}), got $n_deb: $(ls "$tmp/out")"
 for c in "${want[@]}"; do
   name=${pkg[$c]}
-  a=$arch; [ "$c" = dev ] && a=all
+  a=$arch
   f="$tmp/out/${name}_${version}_${a}.deb"
   if [ ! -f "$f" ]; then bad "no package $name ($f)"; continue; fi
   got=$(dpkg-deb -f "$f" Package)
@@ -57,39 +57,16 @@ for c in "${want[@]}"; do
           [ -n "$mods" ] || bad "$name holds no module" ;;
     vsx)  [ "$mods" = "strata-cpu-vsx.so " ] || bad "$name holds '$mods', expected strata-cpu-vsx.so" ;;
     core) for m in $mods; do case "$m" in strata-cuda*|strata-cpu-vsx*) bad "$name holds $m";; esac; done
-          dpkg-deb -c "$f" | grep ' \./usr/bin/strata$' >/dev/null || bad "$name has no /usr/bin/strata" ;;
+          dpkg-deb -c "$f" | grep ' \./usr/bin/strata$' >/dev/null || bad "$name has no /usr/bin/strata"
+          dpkg-deb -c "$f" | grep -q ' \./usr/lib/libstrata\.so\.1' || bad "$name has no /usr/lib/libstrata.so.1" ;;
+    dev)  for p in usr/include/strata/strata.h usr/include/strata/backend.h usr/lib/libstrata.a usr/lib/libstrata.so \
+                   usr/lib/pkgconfig/strata.pc; do
+            dpkg-deb -c "$f" | grep -q " \./$p" || bad "$name has no /$p"
+          done ;;
   esac
 done
 
 core="$tmp/out/strata_${version}_${arch}.deb"
-run_tree() { # root label: run strata backends and --version from an unpacked tree
-  local root=$1 label=$2 exe=$1/bin/strata
-  [ -x "$exe" ] || { bad "$label: no executable $exe"; return; }
-  out=$(env -u STRATA_BACKEND_PATH STRATA_LOG=error "$exe" backends 2>&1)
-  rc=$?
-  echo "$out" | sed "s|^|$label backends: |"
-  [ $rc -eq 0 ] || bad "$label: strata backends exited $rc"
-  echo "$out" | grep -Eq "executable-relative +$root/lib/strata/backends: [1-9]" ||
-    bad "$label: modules not found executable-relative in $root/lib/strata/backends"
-  echo "$out" | grep -Eq '^Usable devices: [1-9]' || bad "$label: no usable device"
-  echo "$out" | grep -q 'strata-sim' && bad "$label: the simulated device is present"
-  env -u STRATA_BACKEND_PATH STRATA_LOG=error "$src/tests/packaging/check_version.sh" "$exe" "$version" "$commit" "$abi" |
-    sed "s|^|$label --version: |"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || bad "$label: strata --version fields"
-  # a request: a generated model, 8 greedy tokens on the CPU module of the unpacked tree
-  if "$exe" gen-model --arch qwen3moe --preset tiny --type Q8_0 --seed 1 --out "$tmp/$label.gguf" >/dev/null 2>&1; then
-    env -u STRATA_BACKEND_PATH STRATA_LOG=error "$exe" run -m "$tmp/$label.gguf" -p hello -n 8 --temp 0 --threads 1 \
-      --backend cpu >"$tmp/$label.out" 2>"$tmp/$label.err" || bad "$label: strata run exited $?: $(cat "$tmp/$label.err")"
-    grep -q 'generated: 8 tokens' "$tmp/$label.err" || bad "$label: strata run did not generate 8 tokens: $(cat "$tmp/$label.err")"
-    grep -q "on cpu device" "$tmp/$label.err" || bad "$label: strata run did not run on the CPU module"
-    echo "$label run: $(head -n 1 "$tmp/$label.err")"
-  else
-    bad "$label: strata gen-model failed"
-  fi
-  for so in "$root"/lib/strata/backends/*.so; do
-    readelf -d "$so" | grep -q SONAME && bad "$label: module $(basename "$so") has a soname"
-  done
-}
 if [ -f "$core" ]; then
   mkdir -p "$tmp/root"
   dpkg -x "$core" "$tmp/root" || bad "dpkg -x $core"
