@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 
 #include "platform/platform.h"
@@ -315,6 +316,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
                                   const char *version, void **con_cls) {
     conn_state *cs = calloc(1, sizeof *cs);
     if (!cs) return MHD_NO;
+    cs->fd = -1;
     *con_cls = cs;
     cs->http10 = version && !strcmp(version, MHD_HTTP_VERSION_1_0);
     track_waiting(c, 0);
@@ -451,17 +453,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
     (void)cls;
-    (void)code;
     conn_state *cs = *con_cls;
-    if (cs) {
-        st_http_gen_free(cs->g); /* a client that went away before its answer */
-        st_http_body_release(cs);
-        free(cs->choices_body);
-        for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
-        free(cs);
-    }
+    /* ended before its answer: a client that only half-closed still gets it (http_gen.c) */
+    if (cs && !(code != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN && st_http_detach(cs) == 0)) st_http_cs_free(cs);
     *con_cls = NULL;
     track_waiting(c, 1); /* keep-alive: the next request's headers have a deadline */
+}
+
+void st_http_cs_free(conn_state *cs) {
+    st_http_gen_free(cs->g); /* a client that went away before its answer */
+    st_http_body_release(cs);
+    free(cs->choices_body);
+    for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
+    if (cs->fd >= 0) close(cs->fd);
+    free(cs);
 }
 
 /* The library's messages: those about clients that went away (a cancelled stream, a closed
@@ -512,7 +517,7 @@ void *st_http_start(st_front *f) {
     }
     unsigned limit = (unsigned)fit_fd_limit(f);
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
         (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
@@ -524,4 +529,7 @@ void *st_http_start(st_front *f) {
     return d;
 }
 
-void st_http_stop(void *daemon) { MHD_stop_daemon(daemon); }
+void st_http_stop(void *daemon) {
+    MHD_stop_daemon(daemon);
+    st_http_detached_drain(3000); /* the answers of half-closed clients (the requests failed by now) */
+}

@@ -26,6 +26,7 @@ typedef struct conn_state {
     size_t choices_n;
     char *choice_json[16]; /* the finished choices' answers */
     char url[24];      /* the utility routes of server/agent_routes.c */
+    int fd;            /* a generation's own copy of the client socket (-1 if none): see st_http_detach */
 } conn_state;
 
 /* Answers (the header pair may be NULL). */
@@ -47,5 +48,13 @@ enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_st
 enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn_state *cs);
 /* Ends a generation that never answered (its client went away): cancels and frees it. */
 void st_http_gen_free(gen *g);
+/* The library ended the connection of cs, whose generation has not answered yet, and the
+ * client only shut down its sending side: the answer is written on cs->fd by a thread of its
+ * own, which owns cs from now on. 0, or -1 when the client is gone (cs stays the caller's). */
+int st_http_detach(conn_state *cs);
+/* Frees a connection's request state (its body, choices, socket copy). */
+void st_http_cs_free(conn_state *cs);
+/* Waits (up to `ms`) until the answers of detached connections are written. */
+void st_http_detached_drain(int ms);
 
 #endif
