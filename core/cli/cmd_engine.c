@@ -162,6 +162,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
         st_kv *kv = st_model_kv(m);
         st.kv_cells_free = st_kv_cells_free(kv);
         st.kv_cells_total = st_kv_params_of(kv)->n_cells;
+        st.n_slots = st_engine_get_slots(e, st.slot, ST_MSG_SLOTS);
         /* the plan's table and the expert cache's statistics follow as Prometheus text */
         static char text[1 << 17];
         size_t tl = st_offload_format_metrics(&g_off, m, text, sizeof text);

@@ -457,3 +457,12 @@ void st_engine_get_stats(const st_engine *e, st_engine_stats *out) {
     out->slots_busy = 0;
     for (int32_t i = 0; i < e->cfg.n_slots; i++) out->slots_busy += e->slots[i].active;
 }
+
+int32_t st_engine_get_slots(const st_engine *e, st_engine_slot *out, int32_t max) {
+    for (int32_t i = 0; i < e->cfg.n_slots && i < max; i++) {
+        const slot *s = &e->slots[i];
+        st_engine_slot o = {s->active ? s->id : 0, s->active, s->n_prompt, s->n_done, s->n_gen, s->max_tokens, s->n_cached};
+        out[i] = o;
+    }
+    return e->cfg.n_slots;
+}

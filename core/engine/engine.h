@@ -124,4 +124,17 @@ typedef struct st_engine_stats {
 } st_engine_stats;
 void st_engine_get_stats(const st_engine *e, st_engine_stats *out);
 
+/* What one slot does now (for the server's /slots). */
+typedef struct st_engine_slot {
+    uint64_t id;          /* the request it runs (0 when idle) */
+    int32_t active;       /* nonzero while it runs a request */
+    int32_t n_prompt;     /* the request's prompt tokens */
+    int32_t n_done;       /* prompt tokens in the cache so far (reused ones included) */
+    int32_t n_gen;        /* tokens generated so far */
+    int32_t max_tokens;   /* the request's limit */
+    int32_t n_cached;     /* tokens whose K/V the slot's sequence holds (kept for reuse when idle) */
+} st_engine_slot;
+/* Fills out[0 .. min(max, slots)) and returns the number of slots. */
+int32_t st_engine_get_slots(const st_engine *e, st_engine_slot *out, int32_t max);
+
 #endif

@@ -3,7 +3,8 @@
  *   POST /apply-template  {"messages": [...], "tools": [...]} -> {"prompt": "..."}
  *   POST /tokenize        {"content": "...", "add_special": false, "with_pieces": false} -> {"tokens": [...]}
  *   POST /detokenize      {"tokens": [...]} -> {"content": "..."}
- *   GET  /props           the chat template, BOS/EOS, slots and context */
+ *   GET  /props           the chat template, BOS/EOS, slots and context
+ *   GET  /slots           each slot's request and progress (server/agent_slots.c) */
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -147,7 +148,7 @@ static enum MHD_Result embeddings(st_front *f, struct MHD_Connection *c) {
 
 int st_agent_is_route(const char *url) {
     return !strcmp(url, "/v1/embeddings") || !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") ||
-           !strcmp(url, "/detokenize") || !strcmp(url, "/props");
+           !strcmp(url, "/detokenize") || !strcmp(url, "/props") || !strcmp(url, "/slots");
 }
 
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
@@ -158,11 +159,15 @@ int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const
         return 1;
     }
     int known = !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-                !strcmp(url, "/props");
+                !strcmp(url, "/props") || !strcmp(url, "/slots");
     if (!known) return 0;
     /* the API key was checked on the headers (server/http.c) */
     if (!strcmp(url, "/props")) {
         *res = props(f, c);
+        return 1;
+    }
+    if (!strcmp(url, "/slots")) {
+        *res = post ? bad(c, NULL, "use GET") : st_agent_slots(f, c);
         return 1;
     }
     if (!post) {

@@ -74,7 +74,7 @@ void st_front_last_log(st_front *f, char *buf, size_t n) {
     pthread_mutex_unlock(&f->mu);
 }
 
-static st_req *find_req(st_front *f, uint64_t id) {
+st_req *st_front_find_req(st_front *f, uint64_t id) {
     for (st_req *r = f->reqs; r; r = r->next)
         if (r->id == id) return r;
     return NULL;
@@ -114,7 +114,7 @@ void st_req_fail(st_req *r, int status, const char *code, const char *msg) {
 
 void st_front_on_event(st_front *f, const st_engine_event *ev) {
     pthread_mutex_lock(&f->mu);
-    st_req *r = find_req(f, ev->id);
+    st_req *r = st_front_find_req(f, ev->id);
     if (r && ev->kind == ST_EV_DONE) unlink_req(f, r);
     if (ev->kind == ST_EV_DONE) {
         f->m_gen_tokens += (uint64_t)ev->n_gen;
@@ -210,6 +210,9 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
         return NULL;
     }
     r->refs = 2;
+    r->sp = *sp;
+    r->n_prompt = n;
+    r->max_tokens = max_tokens;
     pthread_mutex_lock(&f->mu);
     int32_t n_vocab = f->ready.n_vocab, bad = -1;
     for (int32_t i = 0; f->state == ST_ENGINE_READY && n_vocab > 0 && i < n && bad < 0; i++)
@@ -254,7 +257,7 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
 
 void st_front_cancel(st_front *f, st_req *r) {
     pthread_mutex_lock(&f->mu);
-    int live = find_req(f, r->id) != NULL;
+    int live = st_front_find_req(f, r->id) != NULL;
     pthread_mutex_unlock(&f->mu);
     if (live) send_frame(f, 0, ST_MSG_CANCEL, &r->id, sizeof r->id, NULL, 0);
 }

@@ -37,7 +37,10 @@ typedef struct st_req {
     struct st_req *next;
     st_token_logprobs *lps; /* [cap] per token when the request asked for logprobs (else NULL) */
     int32_t lps_cap;
+    st_sampler_params sp;   /* as submitted (for /slots) */
+    int32_t n_prompt, max_tokens;
 } st_req;
+
 
 /* Keep token i's log probabilities (under r->mu; server/agent_front.c). */
 void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
@@ -142,6 +145,8 @@ typedef struct st_submit_extra {
 } st_submit_extra;
 st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                            const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen);
+/* The request with this id in flight, or NULL (under f->mu). */
+st_req *st_front_find_req(st_front *f, uint64_t id);
 /* Ask the engine to cancel a request (ignored when it already finished). */
 void st_front_cancel(st_front *f, st_req *r);
 /* Drop the caller's reference (the registry drops its own when the request is done). */

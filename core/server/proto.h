@@ -53,9 +53,12 @@ typedef struct st_msg_refused {
     char msg[256];
 } st_msg_refused;
 
+#define ST_MSG_SLOTS 256 /* the most slots an engine runs (--parallel) */
 typedef struct st_msg_stats {
     st_engine_stats engine;
     int64_t kv_cells_free, kv_cells_total;
+    int32_t n_slots, reserved;            /* slot[0 .. n_slots): what each slot does (/slots) */
+    st_engine_slot slot[ST_MSG_SLOTS];
 } st_msg_stats;
 
 /* Write one frame (payload may be split in two parts, b may be NULL). Returns 0, or -1 when

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { STRATA, check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
+import { STRATA, check, finish, loadOpenAI, model, post, startServer, stream } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const OpenAI = await loadOpenAI();
@@ -116,6 +116,47 @@ await check('props: template source, slots, context', async () => {
   assert.match(j.chat_template_source, /agent_template\.jinja/);
   assert.equal(j.total_slots, 2);
   assert.ok(j.default_generation_settings.n_ctx > 0);
+});
+
+await check('slots: each slot\'s request, parameters and progress (llama-server fields); fail_on_no_slot', async () => {
+  const idle = await (await fetch(`${srv.base}/slots`)).json();
+  assert.equal(idle.length, 2);
+  for (const [i, sl] of idle.entries()) {
+    assert.equal(sl.id, i);
+    assert.equal(sl.is_processing, false);
+    assert.equal(sl.id_task, -1);
+    assert.ok(sl.n_ctx > 0);
+    assert.equal(sl.next_token.n_decoded, 0);
+  }
+  // two long streams fill both slots; /slots is read while they run (the stream waits for it)
+  let seen = null, full = null;
+  const body = (t) => ({ prompt: 'Once upon a time', max_tokens: 4000, ignore_eos: true, stream: true, temperature: t, top_k: 7, seed: 5 });
+  const second = stream(srv, '/v1/completions', body(0.5));
+  const first = stream(srv, '/v1/completions', body(0.25), async (d, i) => {
+    if (i !== 3) return;
+    seen = await (await fetch(`${srv.base}/slots`)).json();
+    full = await fetch(`${srv.base}/slots?fail_on_no_slot=1`);
+    await full.text();
+  });
+  await Promise.all([first, second]);
+  const busy = seen.filter((sl) => sl.is_processing);
+  assert.equal(busy.length, 2, JSON.stringify(seen));
+  assert.deepEqual(busy.map((sl) => sl.params.temperature).sort(), [0.25, 0.5]);
+  for (const sl of busy) {
+    assert.ok(sl.id_task > 0);
+    assert.equal(sl.params.top_k, 7);
+    assert.equal(sl.params.n_predict, 4000);
+    assert.ok(sl.params.seed === 5);
+    assert.ok(sl.n_prompt_tokens > 0 && sl.n_prompt_tokens_processed === sl.n_prompt_tokens);
+    assert.ok(sl.next_token.n_decoded > 0 && sl.next_token.n_decoded < 4000, JSON.stringify(sl));
+    assert.equal(sl.next_token.n_remain, 4000 - sl.next_token.n_decoded);
+    assert.equal(sl.next_token.has_next_token, true);
+  }
+  assert.equal(full.status, 503, 'no idle slot: fail_on_no_slot answers 503');
+  const after = await fetch(`${srv.base}/slots?fail_on_no_slot=1`);
+  assert.equal(after.status, 200);
+  const done = await after.json();
+  assert.ok(done.every((sl) => !sl.is_processing && sl.n_cached_tokens > 0), JSON.stringify(done));
 });
 
 const schema = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer' }, sure: { type: 'boolean' } },
