@@ -26,7 +26,7 @@ typedef struct st_agent_req {
     float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
-    int n;                  /* choices (1..ST_AGENT_MAX_N; more than 1 only without streaming) */
+    int n;                  /* choices (1..ST_AGENT_MAX_N) */
     char *tools_json;       /* the tools (owned) when tool_choice asks for a call */
     int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
@@ -100,8 +100,11 @@ int st_tool_syntax_of_template(const char *jinja);
 int st_agent_force_tools(st_agent_req *a, int syntax, struct st_oai_error *err);
 
 /* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
-/* The request's n when it asks for several choices without streaming (2..ST_AGENT_MAX_N), else 1. */
+/* The request's n when it asks for several choices (2..ST_AGENT_MAX_N), else 1. */
 int st_agent_peek_n(const char *body, size_t len);
+/* A streamed chunk of choice `index` of n > 1: its choices' index set (json freed; the new
+ * JSON, or json itself when it has no choices). */
+char *st_agent_chunk_index(char *json, int index);
 /* One response JSON with the choices of json[0..n) (indexes 0..n-1, usage summed over the
  * completions, the prompt counted once). Malloc'ed; the inputs are not freed. */
 char *st_agent_merge_choices(char *const *json, int n);

@@ -189,8 +189,6 @@ int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *e
     if (parse_structured(root, a, err) || parse_bias(root, a, err) || parse_logprobs(root, chat, a, err)) return -1;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"), *echo = cJSON_GetObjectItemCaseSensitive(root, "echo");
     a->n = cJSON_IsNumber(n) ? (int)n->valuedouble : 1;
-    if (a->n > 1 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream")))
-        return st_oai_error_set(err, 400, NULL, "unsupported_parameter", "n", "n > 1 is supported without streaming only, for now");
     if (echo && !cJSON_IsNull(echo) && !cJSON_IsBool(echo))
         return st_oai_error_set(err, 400, NULL, "invalid_type", "echo", "'echo' must be a boolean");
     a->echo = !chat && cJSON_IsTrue(echo);

@@ -63,6 +63,10 @@ struct gen {
     st_resp_stream *rs; /* /v1/responses streamed: chunks become typed events (server/agent_responses_out.c) */
     int responses;      /* /v1/responses */
     int choice;         /* n > 1: which choice this generation is */
+    int n_choices;      /* streamed n > 1: the choices, run one after the other in one stream */
+    char *choices_body; /* streamed n > 1: the request body for the next choice */
+    size_t choices_n;
+    int32_t prior_gen;  /* streamed n > 1: tokens the earlier choices generated (usage) */
 };
 
 static int sbuf_add(char **dst, size_t *n, const char *s) {
@@ -83,9 +87,11 @@ static void sse_data(gen *g, const char *json) {
         free(ev);
         return;
     }
+    char *k = g->choice > 0 ? st_agent_chunk_index(strdup(json), g->choice) : NULL; /* n > 1 */
     sbuf_add(&g->out, &g->out_n, "data: ");
-    sbuf_add(&g->out, &g->out_n, json);
+    sbuf_add(&g->out, &g->out_n, k ? k : json);
     sbuf_add(&g->out, &g->out_n, "\n\n");
+    free(k);
 }
 
 
@@ -187,8 +193,8 @@ static int suspend_unless_news(gen *g) {
     return !news;
 }
 
-void st_http_gen_free(gen *g) {
-    if (!g) return;
+/* Everything g holds, not g itself. */
+static void gen_clear(gen *g) {
     if (g->r) {
         pthread_mutex_lock(&g->r->mu);
         g->r->wake = NULL;
@@ -208,6 +214,12 @@ void st_http_gen_free(gen *g) {
     free(g->content);
     free(g->reasoning);
     free(g->out);
+    free(g->choices_body);
+}
+
+void st_http_gen_free(gen *g) {
+    if (!g) return;
+    gen_clear(g);
     free(g);
 }
 
@@ -229,6 +241,53 @@ static st_oai_usage usage_of(const gen *g) {
     return u;
 }
 
+static gen *gen_new(st_front *f, conn_state *cs, int chat, st_oai_error *e);
+static void gen_hook(gen *g, int detached);
+
+/* Streamed n > 1: g becomes the next choice's generation, which takes over its stream (the
+ * pending bytes, the id, the socket); an error event ends the stream when it cannot start. */
+static void stream_next_choice(gen *g) {
+    conn_state cs = {.fd = -1, .http10 = g->http10, .choice = g->choice + 1, .n_choices = g->n_choices};
+    st_oai_error e;
+    gen *n = NULL;
+    if ((cs.body = malloc(g->choices_n + 1))) { /* cap 0: the release only frees it */
+        memcpy(cs.body, g->choices_body, g->choices_n);
+        cs.body[cs.n = g->choices_n] = 0;
+        n = gen_new(g->f, &cs, g->q.chat, &e);
+    } else {
+        st_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    if (!n) {
+        char *j = st_oai_error_json(&e);
+        if (j) sse_data(g, j);
+        free(j);
+        sbuf_add(&g->out, &g->out_n, "data: [DONE]\n\n");
+        g->finished = 1;
+        return;
+    }
+    int detached = g->detached;
+    n->conn = g->conn, n->fd = g->fd, n->probed = g->probed, n->streaming = g->streaming;
+    n->n_choices = g->n_choices, n->choices_body = g->choices_body, n->choices_n = g->choices_n;
+    n->prior_gen = g->prior_gen + g->r->done_ev.n_gen;
+    memcpy(n->id, g->id, sizeof n->id);
+    n->created = g->created;
+    n->out = g->out, n->out_n = g->out_n, n->out_off = g->out_off;
+    g->choices_body = g->out = NULL;
+    gen_clear(g);
+    *g = *n;
+    free(n);
+    gen_hook(g, detached);
+}
+
+/* Streamed n > 1: the stream of g runs every choice (cs's body is g's from now on). */
+static void gen_take_choices(gen *g, conn_state *cs) {
+    if (cs->n_choices <= 1 || !cs->choices_body) return;
+    g->n_choices = cs->n_choices;
+    g->choices_body = cs->choices_body;
+    g->choices_n = cs->choices_n;
+    cs->choices_body = NULL;
+}
+
 /* The end of a stream: the rest of the text, the finish chunk, usage, [DONE]. */
 static void stream_end(gen *g) {
     const char *fin = g->ag.n_calls ? "tool_calls" : finish_name(g);
@@ -236,8 +295,14 @@ static void stream_end(gen *g) {
     if (g->lp.pending) j = st_agent_lp_inject(&g->lp, j);
     if (j) sse_data(g, j);
     free(j);
+    if (g->choice + 1 < g->n_choices) { /* n > 1: the next choice follows in the same stream */
+        log_request(g, fin);
+        stream_next_choice(g);
+        return;
+    }
     if (g->q.include_usage) {
         st_oai_usage u = usage_of(g);
+        u.completion_tokens += g->prior_gen;
         j = st_oai_usage_chunk_json(g->q.chat, g->id, g->created, g->f->model_id, &u);
         if (j) sse_data(g, j);
         free(j);
@@ -563,6 +628,7 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
         } else if (g->q.stream && (any || done || failed)) {
             cs->g = NULL; /* the stream owns it now */
             g->streaming = 1;
+            gen_take_choices(g, cs);
             return start_stream(c, g);
         } else if (done && cs->n_choices > 1) { /* n > 1: keep this choice, run the next */
             return next_choice(f, c, cs, g);
@@ -719,6 +785,7 @@ static void *detached_main(void *arg) {
     gen *g = cs->g;
     if (!g->probed) probe_100(g); /* a client that is gone answers with a reset */
     if (g->q.stream) {
+        gen_take_choices(g, cs);
         detached_stream(g);
     } else {
         int status;

@@ -286,7 +286,7 @@ await check('logprobs: chat (openai client) and completions; values are log prob
   assert.equal(bad.json.error.param, 'top_logprobs');
 });
 
-await check('n=3 (openai client): three choices, indexed, usage summed; n>1 streamed is a 400', async () => {
+await check('n=3 (openai client): three choices, indexed, usage summed', async () => {
   const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], n: 3, max_tokens: 5,
     temperature: 1, seed: 11 });
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
@@ -295,9 +295,34 @@ await check('n=3 (openai client): three choices, indexed, usage summed; n>1 stre
   const c = await client.completions.create({ model: 'tiny', prompt: 'hello', n: 2, max_tokens: 3, temperature: 0 });
   assert.equal(c.choices.length, 2);
   assert.equal(c.choices[0].text, c.choices[1].text, 'greedy choices agree');
-  const s = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, n: 2, stream: true });
-  assert.equal(s.status, 400);
-  assert.equal(s.json.error.param, 'n');
+});
+
+await check('n=3 streamed (openai client, chat and completions): chunks indexed, each choice ends, the same texts as unstreamed, usage summed', async () => {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const whole = await client.chat.completions.create({ model: 'tiny', messages, n: 3, max_tokens: 6, temperature: 1, seed: 21 });
+  const s = await client.chat.completions.create({ model: 'tiny', messages, n: 3, max_tokens: 6, temperature: 1, seed: 21,
+    stream: true, stream_options: { include_usage: true } });
+  const text = ['', '', ''], fin = [null, null, null], roles = [0, 0, 0];
+  let usage = null, ids = new Set();
+  for await (const ch of s) {
+    ids.add(ch.id);
+    if (ch.usage) usage = ch.usage;
+    for (const c of ch.choices) {
+      text[c.index] += c.delta.content || '';
+      if (c.delta.role) roles[c.index]++;
+      if (c.finish_reason) fin[c.index] = c.finish_reason;
+    }
+  }
+  assert.equal(ids.size, 1, 'one id for the whole stream');
+  assert.deepEqual(fin, ['length', 'length', 'length']);
+  assert.deepEqual(roles, [1, 1, 1]);
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content));
+  assert.equal(usage.completion_tokens, 18);
+  const cs = await client.completions.create({ model: 'tiny', prompt: 'Once', n: 2, max_tokens: 4, temperature: 1, seed: 3, stream: true });
+  const ct = ['', ''];
+  for await (const ch of cs) for (const c of ch.choices) ct[c.index] += c.text;
+  const cw = await client.completions.create({ model: 'tiny', prompt: 'Once', n: 2, max_tokens: 4, temperature: 1, seed: 3 });
+  assert.deepEqual(ct, cw.choices.map((c) => c.text));
 });
 
 await check('echo (completions): the prompt starts the text, streamed and not', async () => {

@@ -119,7 +119,7 @@ await check(`${N_HELD} idle, slow and keep-alive connections held while ${N_STRE
 await srv.stop();
 
 const one = await startServer({ modelPath: model('tiny'), name: 'connections-queued', args: ['--parallel', '1'] });
-await check('half-closed clients whose requests wait in the queue (streamed, not, n = 2) get their answers', async () => {
+await check('half-closed clients whose requests wait in the queue (streamed, not, n = 2 of both) get their answers', async () => {
   // the one slot is busy: the half-close comes long before the first token of each
   const busy = fetch(`${one.base}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ prompt: 'Once', max_tokens: 1500, ignore_eos: true }) });
@@ -127,9 +127,9 @@ await check('half-closed clients whose requests wait in the queue (streamed, not
   const req = (extra) => post('/v1/completions', JSON.stringify({ prompt: 'Once', max_tokens: 100, ignore_eos: true, ...extra }),
     'Connection: close\r\n');
   const streamed = { stream: true, stream_options: { include_usage: true } };
-  const [s0, s1, w0, n2] = await Promise.all([rawRequest(one.port, req(streamed), 0),
+  const [s0, s1, w0, n2, sn2] = await Promise.all([rawRequest(one.port, req(streamed), 0),
     rawRequest(one.port, req(streamed), 100), rawRequest(one.port, req({}), 100),
-    rawRequest(one.port, req({ n: 2, seed: 1 }), 0)]);
+    rawRequest(one.port, req({ n: 2, seed: 1 }), 0), rawRequest(one.port, req({ ...streamed, n: 2, seed: 1 }), 100)]);
   for (const s of [s0, s1]) {
     assert.match(s, /HTTP\/1\.1 200 OK\r\n/, s.slice(0, 200));
     assert.match(s, /"completion_tokens":100/);
@@ -139,6 +139,10 @@ await check('half-closed clients whose requests wait in the queue (streamed, not
   assert.match(w0, /"completion_tokens":100/);
   assert.match(n2, /"index":1/);
   assert.match(n2, /"completion_tokens":200/);
+  assert.match(sn2, /"index":1,"text"/);
+  assert.equal((sn2.match(/"finish_reason":"length"/g) || []).length, 2, 'both streamed choices end');
+  assert.match(sn2, /"completion_tokens":200/);
+  assert.match(sn2, /data: \[DONE\]\n\n(\r\n0\r\n\r\n)?$/, "[DONE] ends it (chunked when the library wrote it)");
   assert.equal((await busy).status, 200);
   // a client that closed both sides is gone: its request is cancelled, not run to its end
   const before = (await metrics(one)).strata_generated_tokens_total;
