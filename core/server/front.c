@@ -393,7 +393,7 @@ static void print_listening(const st_front *f) {
             "stall timeout %g s; reports in %s)\n",
             f->model_id, f->cfg.model_path, f->jinja ? "Jinja from " : "", f->jinja ? f->jinja_origin : "",
             f->jinja ? "" : st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
-            f->cfg.host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
+            f->listen_host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
             f->cfg.queue_max, f->cfg.stall_timeout, st_front_report_dir(f));
 }
 

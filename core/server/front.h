@@ -50,6 +50,7 @@ void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
 typedef struct st_front {
     st_serve_config cfg;
     char model_id[128];
+    char listen_host[64]; /* the address the server listens on, as a URL has it ("[::1]" for IPv6) */
     st_gguf *gguf;
     st_tokenizer *tok;
     st_chat_template tmpl;
