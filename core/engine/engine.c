@@ -427,6 +427,12 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         slot *s = &e->slots[e->row_slot[r]];
         int32_t t = e->ids[r];
         if (!s->t_first) s->t_first = st_now_ns();
+        if (t < 0) { /* a constraint allowed nothing (a grammar past its bounds, or a dead end) */
+            char why[200];
+            snprintf(why, sizeof why, "grammar: %s", st_sampler_error(s->smp));
+            emit_done(e, s, ST_FINISH_ERROR, why, emit, user);
+            continue;
+        }
         st_sampler_accept(s->smp, t);
         if (!s->ignore_eos && is_eog(e, t)) {
             emit_done(e, s, ST_FINISH_STOP, NULL, emit, user);

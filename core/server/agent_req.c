@@ -110,8 +110,9 @@ static int parse_structured(const cJSON *root, st_agent_req *a, st_oai_error *er
     }
     if (!a->grammar) return 0;
     st_grammar *c = st_grammar_parse(a->grammar, msg, sizeof msg);
-    if (!c) return st_oai_error_set(err, 400, NULL, "invalid_grammar", g && cJSON_IsString(g) ? "grammar" : "response_format", "invalid grammar: %s", msg);
+    int bad = !c || st_grammar_check(c, msg, sizeof msg); /* too ambiguous to match within bounds */
     st_grammar_free(c);
+    if (bad) return st_oai_error_set(err, 400, NULL, "invalid_grammar", g && cJSON_IsString(g) ? "grammar" : "response_format", "invalid grammar: %s", msg);
     return 0;
 }
 

@@ -141,7 +141,12 @@ void st_front_on_event(st_front *f, const st_engine_event *ev) {
     } else {
         r->done = 1;
         r->done_ev = *ev;
-        if (ev->finish == ST_FINISH_ERROR) {
+        if (ev->finish == ST_FINISH_ERROR && !strncmp(ev->msg, "grammar: ", 9)) { /* the request's grammar, not the engine */
+            r->failed = 1;
+            r->fail_status = 400;
+            snprintf(r->fail_code, sizeof r->fail_code, "invalid_grammar");
+            copy_str(r->fail_msg, sizeof r->fail_msg, ev->msg);
+        } else if (ev->finish == ST_FINISH_ERROR) {
             r->failed = 1;
             r->fail_status = 500;
             snprintf(r->fail_code, sizeof r->fail_code, "engine_error");

@@ -241,23 +241,37 @@ static st_oai_usage usage_of(const gen *g) {
     return u;
 }
 
-static gen *gen_new(st_front *f, conn_state *cs, int chat, st_oai_error *e);
+static int gen_init(gen *g, st_front *f, conn_state *cs, int chat, st_oai_error *e);
 static void gen_hook(gen *g, int detached);
 
-/* Streamed n > 1: g becomes the next choice's generation, which takes over its stream (the
- * pending bytes, the id, the socket); an error event ends the stream when it cannot start. */
+/* Streamed n > 1: g is made again, in place, as the next choice's generation, which keeps
+ * its stream (the pending bytes, the id, the socket); an error event ends the stream when it
+ * cannot start. */
 static void stream_next_choice(gen *g) {
+    gen keep = *g; /* only its plain fields are read below */
     conn_state cs = {.fd = -1, .http10 = g->http10, .choice = g->choice + 1, .n_choices = g->n_choices};
+    int chat = g->q.chat;
+    int32_t prior = g->prior_gen + g->r->done_ev.n_gen;
+    g->choices_body = g->out = NULL;
+    gen_clear(g);
+    memset(g, 0, sizeof *g);
+    g->conn = keep.conn, g->fd = keep.fd, g->probed = keep.probed, g->streaming = keep.streaming;
+    g->n_choices = keep.n_choices, g->choices_body = keep.choices_body, g->choices_n = keep.choices_n;
+    g->prior_gen = prior;
+    g->out = keep.out, g->out_n = keep.out_n, g->out_off = keep.out_off;
+    memcpy(g->id, keep.id, sizeof g->id); /* one id for the whole stream */
+    g->created = keep.created;
     st_oai_error e;
-    gen *n = NULL;
-    if ((cs.body = malloc(g->choices_n + 1))) { /* cap 0: the release only frees it */
-        memcpy(cs.body, g->choices_body, g->choices_n);
-        cs.body[cs.n = g->choices_n] = 0;
-        n = gen_new(g->f, &cs, g->q.chat, &e);
+    int bad = -1;
+    if ((cs.body = malloc(keep.choices_n + 1))) { /* cap 0: the release only frees it */
+        memcpy(cs.body, keep.choices_body, keep.choices_n);
+        cs.body[cs.n = keep.choices_n] = 0;
+        bad = gen_init(g, keep.f, &cs, chat, &e);
     } else {
         st_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
     }
-    if (!n) {
+    if (bad) {
+        g->f = keep.f;
         char *j = st_oai_error_json(&e);
         if (j) sse_data(g, j);
         free(j);
@@ -265,18 +279,7 @@ static void stream_next_choice(gen *g) {
         g->finished = 1;
         return;
     }
-    int detached = g->detached;
-    n->conn = g->conn, n->fd = g->fd, n->probed = g->probed, n->streaming = g->streaming;
-    n->n_choices = g->n_choices, n->choices_body = g->choices_body, n->choices_n = g->choices_n;
-    n->prior_gen = g->prior_gen + g->r->done_ev.n_gen;
-    memcpy(n->id, g->id, sizeof n->id);
-    n->created = g->created;
-    n->out = g->out, n->out_n = g->out_n, n->out_off = g->out_off;
-    g->choices_body = g->out = NULL;
-    gen_clear(g);
-    *g = *n;
-    free(n);
-    gen_hook(g, detached);
+    gen_hook(g, keep.detached);
 }
 
 /* Streamed n > 1: the stream of g runs every choice (cs's body is g's from now on). */
@@ -468,37 +471,31 @@ static int gen_text_init(st_front *f, gen *g, int chat) {
     return g->detok ? 0 : -1;
 }
 
-/* A generation of the request in cs->body (parsed, checked and submitted), or NULL with e. */
-static gen *gen_new(st_front *f, conn_state *cs, int chat, st_oai_error *e) {
-    gen *g = calloc(1, sizeof *g);
-    if (!g) {
-        st_oai_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        return NULL;
-    }
+/* Fills the zeroed g with a generation of the request in cs->body (parsed, checked and
+ * submitted): 0, or -1 with e (then gen_clear(g) frees what it holds). The struct holds
+ * pointers into itself (the stop strings): it is made in place and never copied. */
+static int gen_init(gen *g, st_front *f, conn_state *cs, int chat, st_oai_error *e) {
     g->f = f;
     g->http10 = cs->http10;
     st_oai_render rd = {f->tmpl, f->jinja, f->bos_text, f->eos_text}; /* the model's Jinja template */
     int bad = st_oai_parse_ex(cs->body ? cs->body : "", cs->n, chat, &rd, f->cfg.max_depth, &g->q, e);
     st_http_body_release(cs); /* parsed: its bytes are free for other clients */
-    if (bad) {
-        free(g);
-        return NULL;
-    }
+    if (bad) return -1;
     g->responses = cs->responses;
     g->choice = cs->choice;
-    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, e)) goto fail; /* tool_choice required/named */
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, e)) return -1; /* tool_choice required/named */
     if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
         st_oai_error_set(e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);
-        goto fail;
+        return -1;
     }
-    if (submit(f, g, e)) goto fail;
+    if (submit(f, g, e)) return -1;
     if (gen_text_init(f, g, chat)) {
         st_oai_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        goto fail;
+        return -1;
     }
-    snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
-    g->created = (long)time(NULL);
+    if (!g->id[0]) snprintf(g->id, sizeof g->id, "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->r->id);
+    if (!g->created) g->created = (long)time(NULL);
     g->t0 = st_now_ns();
     if (g->responses && g->q.stream) g->rs = st_resp_stream_new(g->id, g->created, f->model_id);
     if (g->q.stream && g->q.agent.echo) { /* completions with echo: the prompt comes first */
@@ -506,8 +503,18 @@ static gen *gen_new(st_front *f, conn_state *cs, int chat, st_oai_error *e) {
         if (j) sse_data(g, j);
         free(j);
     }
-    return g;
-fail:
+    return 0;
+}
+
+/* A new generation (gen_init), or NULL with e. */
+static gen *gen_new(st_front *f, conn_state *cs, int chat, st_oai_error *e) {
+    gen *g = calloc(1, sizeof *g);
+    if (!g) {
+        st_http_body_release(cs);
+        st_oai_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return NULL;
+    }
+    if (!gen_init(g, f, cs, chat, e)) return g;
     st_http_gen_free(g);
     return NULL;
 }

@@ -209,6 +209,37 @@ await check('grammar: a GBNF grammar is followed; a wrong one is a 400 saying wh
   assert.match(s.json.error.message, /properties\.a: unknown type 'strin'/);
 });
 
+await check('grammar bounds: pathological grammars fail fast with a clear error (schema at the start: 400; a grammar that explodes after its first byte: 400 from the engine, streamed or not), and the server goes on', async () => {
+  // a chain of $defs, each anyOf three times the next: 3^25 parses of one string
+  const defs = {};
+  for (let i = 0; i < 25; i++) defs[`d${i}`] = { anyOf: [0, 1, 2].map(() => ({ $ref: `#/$defs/d${i + 1}` })) };
+  defs.d25 = { type: 'string' };
+  let t0 = Date.now();
+  const a = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 8,
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: '#/$defs/d0', $defs: defs } } } });
+  assert.ok(Date.now() - t0 < 3000, `${Date.now() - t0} ms`);
+  assert.equal(a.status, 400, a.text);
+  assert.equal(a.json.error.code, 'invalid_grammar');
+  assert.match(a.json.error.message, /too ambiguous/);
+  // "s", then 3^20 expansions for the next byte: the start is fine, the first token is not
+  let g = 'root ::= "s" d0\n';
+  for (let i = 0; i < 20; i++) g += `d${i} ::= d${i + 1} | d${i + 1} | d${i + 1}\n`;
+  g += 'd20 ::= [a-z] d0?\n';
+  for (const streamed of [false, true]) {
+    t0 = Date.now();
+    const b = await post(srv, '/v1/completions', { prompt: 'x', max_tokens: 8, grammar: g, stream: streamed });
+    assert.ok(Date.now() - t0 < 5000, `${Date.now() - t0} ms`);
+    assert.equal(b.status, 400, b.text);
+    assert.equal(b.json.error.code, 'invalid_grammar');
+    assert.match(b.json.error.message, /^grammar: the grammar is too ambiguous: following one byte takes more than 65536 rule expansions/);
+  }
+  const h = await (await fetch(`${srv.base}/health`)).json();
+  assert.equal(h.engine_restarts, 0, 'a grammar error is the request\'s, not the engine\'s');
+  const ok = await post(srv, '/v1/completions', { prompt: 'x', max_tokens: 3, grammar: 'root ::= "ok"' });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.json.choices[0].text, 'ok');
+});
+
 await check('logit_bias: +100 on one token makes a greedy decode repeat it; a bad key is a 400', async () => {
   const tok = 5;
   const r = await post(srv, '/v1/completions', { prompt: 'hello', max_tokens: 6, temperature: 0, logit_bias: { [tok]: 100 } });
