@@ -112,7 +112,8 @@ typedef struct {
 
 static void emit(void *user, const st_engine_event *ev) {
     emit_ctx *c = user;
-    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
+    /* an embedding's vector follows the event */
+    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, ev->embd, ev->embd ? sizeof(float) * (size_t)ev->n_embd : 0);
 }
 
 typedef struct {
@@ -271,6 +272,7 @@ static int engine_serve(engine_run *er) {
     rd.n_ctx = st_model_params_of(er->m)->n_ctx;
     rd.n_slots = er->parallel;
     rd.n_vocab = er->desc->hp.n_vocab;
+    rd.n_embd = (int32_t)er->desc->hp.n_embd;
     snprintf(rd.device, sizeof rd.device, "%s", er->di.name);
     snprintf(rd.model, sizeof rd.model, "%s", er->model);
     elog("model %s on %s: %d slots x %d positions", er->model, er->di.name, er->parallel, rd.n_ctx);

@@ -44,7 +44,12 @@ typedef struct st_gen_request {
     int32_t n_bias;
     int32_t want_logprobs;   /* nonzero: each token's log probability is sent (event lp) */
     int32_t top_logprobs;    /* with it, this many alternatives (0..20) */
+    int32_t pooling;         /* ST_POOL_*: an embedding of the prompt instead of generated text */
 } st_gen_request;
+
+/* Embedding requests: the prompt's final hidden states (after the output norm) pooled into one
+ * vector, sent with the DONE event; nothing is generated. */
+enum { ST_POOL_NONE = 0, ST_POOL_MEAN = 1, ST_POOL_CLS = 2, ST_POOL_LAST = 3 };
 
 /* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters
  * from the request's admission to its end. Requests running together share steps, so these are
@@ -87,6 +92,8 @@ typedef struct st_engine_event {
     char msg[256];      /* DONE with ERROR: what failed */
     st_engine_experts experts; /* DONE: the request's expert statistics (valid = 0 when none) */
     st_token_logprobs lp;      /* TOKEN: its log probabilities when the request asked (lp.valid) */
+    int32_t n_embd;            /* DONE of an embedding request: the pooled vector's size ... */
+    const float *embd;         /* ... and the vector (not normalized), valid during the emit call */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);

@@ -74,10 +74,5 @@ enum MHD_Result st_agent_slots(st_front *f, struct MHD_Connection *c) {
         cJSON_Delete(a);
         return st_http_fail(c, 503, "server_error", "unavailable", NULL, "no slot available");
     }
-    char *j = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    enum MHD_Result ok = j ? st_http_send(c, 200, "application/json", j, NULL, NULL)
-                           : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
-    free(j);
-    return ok;
+    return st_http_send_json(c, 200, a);
 }

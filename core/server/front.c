@@ -97,6 +97,7 @@ void st_req_unref(st_req *r) {
         pthread_cond_destroy(&r->cv);
         free(r->toks);
         free(r->lps);
+        free(r->embd);
         free(r);
     }
 }
@@ -112,7 +113,7 @@ void st_req_fail(st_req *r, int status, const char *code, const char *msg) {
     pthread_mutex_unlock(&r->mu);
 }
 
-void st_front_on_event(st_front *f, const st_engine_event *ev) {
+void st_front_on_event(st_front *f, const st_engine_event *ev, size_t len) {
     pthread_mutex_lock(&f->mu);
     st_req *r = st_front_find_req(f, ev->id);
     if (r && ev->kind == ST_EV_DONE) unlink_req(f, r);
@@ -141,6 +142,12 @@ void st_front_on_event(st_front *f, const st_engine_event *ev) {
     } else {
         r->done = 1;
         r->done_ev = *ev;
+        r->done_ev.embd = NULL; /* the engine's pointer: the vector came after the event */
+        size_t ne = ev->n_embd > 0 ? (size_t)ev->n_embd : 0;
+        if (ne && len == sizeof *ev + ne * sizeof(float) && (r->embd = malloc(ne * sizeof(float)))) {
+            memcpy(r->embd, (const char *)ev + sizeof *ev, ne * sizeof(float));
+            r->n_embd = ev->n_embd;
+        }
         if (ev->finish == ST_FINISH_ERROR && !strncmp(ev->msg, "grammar: ", 9)) { /* the request's grammar, not the engine */
             r->failed = 1;
             r->fail_status = 400;
@@ -254,6 +261,7 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
     m.n_bias = x ? x->n_bias : 0;
     m.want_logprobs = x ? x->want_logprobs : 0;
     m.top_logprobs = x ? x->top_logprobs : 0;
+    m.pooling = x ? x->pooling : 0;
     /* a failed send means the engine died: the reader fails the request */
     send_frame(f, 0, ST_MSG_SUBMIT, &m, sizeof m, body, nbody);
     free(body);

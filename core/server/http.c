@@ -60,6 +60,15 @@ enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *t
     return ok;
 }
 
+enum MHD_Result st_http_send_json(struct MHD_Connection *c, int status, cJSON *o) {
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    enum MHD_Result ok = s ? st_http_send(c, status, "application/json", s, NULL, NULL)
+                           : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    free(s);
+    return ok;
+}
+
 /* Retry-After: on 503, when the engine should be back (the restart's back-off plus its last
  * load time; none when it will not come back by itself); on 429, 1 s. */
 enum MHD_Result st_http_send_error(struct MHD_Connection *c, const st_oai_error *e) {
@@ -415,6 +424,7 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_s
     switch (cs->route) {
     case R_AGENT: {
         enum MHD_Result r;
+        if (!strcmp(cs->url, "/v1/embeddings")) return st_agent_embeddings(f, c, cs); /* server/agent_embed.c */
         st_agent_route(f, c, cs->url, cs->body ? "POST" : "GET", cs->body ? cs->body : "", cs->n, &r);
         return r;
     }
@@ -450,6 +460,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cs) return on_headers(f, c, url, method, version, con_cls);
     if (*upload_size) return on_body(f, cs, upload, upload_size);
     if (cs->g) return st_http_gen_continue(f, c, cs);
+    if (cs->embed) return st_agent_embed_continue(f, c, cs);
     return on_complete(f, c, cs);
 }
 
@@ -464,6 +475,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 void st_http_cs_free(conn_state *cs) {
     st_http_gen_free(cs->g); /* a client that went away before its answer */
+    st_agent_embed_free(cs->embed);
     st_http_body_release(cs);
     free(cs->choices_body);
     for (int i = 0; i < 16; i++) free(cs->choice_json[i]);

@@ -444,7 +444,7 @@ static int submit(st_front *f, gen *g, st_oai_error *e) {
     int status = 0;
     char msg[600];
     st_submit_extra x = {g->q.agent.grammar, g->q.agent.bias_ids, g->q.agent.bias_vals, g->q.agent.n_bias,
-                         g->q.agent.want_logprobs, g->q.agent.top_logprobs};
+                         g->q.agent.want_logprobs, g->q.agent.top_logprobs, ST_POOL_NONE};
     g->r = st_front_submit_ex(f, toks, (int32_t)nt, max_tokens, g->q.ignore_eos, &sp, &x, &status, msg, sizeof msg);
     free(toks);
     if (!g->r) {
