@@ -6,8 +6,10 @@
  *
  * GBNF: rules `name ::= alternatives`, "literals" (\n \t \r \\ \" \xHH \uHHHH escapes),
  * [character classes] with ranges and ^, `.`, rule references, ( groups ), * + ? {m} {m,}
- * {m,n}, # comments; a rule's alternatives continue on the next line after a trailing `|` or
- * inside parentheses. The start rule is `root`. Matching is on bytes: non-ASCII literals work,
+ * {m,n}, # comments, and <[id]>: exactly the vocabulary token id (a control token such as
+ * <|channel|> that has no text to match, or any token by its id; st_gmatch_token_ok /
+ * _accept_token / _mask take it); a rule's alternatives continue on the next line after a
+ * trailing `|` or inside parentheses. The start rule is `root`. Matching is on bytes: non-ASCII literals work,
  * classes with non-ASCII ranges are refused (negated ASCII classes such as [^"\\] accept any
  * UTF-8 text, byte by byte). Errors name the line and column. */
 #ifndef STRATA_GRAMMAR_GRAMMAR_H

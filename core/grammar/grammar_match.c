@@ -114,7 +114,7 @@ static void emit(expander *x, uint32_t len) {
 static void expand(expander *x, uint32_t len) {
     const st_grammar *g = x->g;
     while (len && g->el[x->tmp[len - 1]].type == GE_END) len--; /* finished frames */
-    if (!len || g->el[x->tmp[len - 1]].type == GE_CHARS) {
+    if (!len || g->el[x->tmp[len - 1]].type != GE_RULE) { /* bytes or a token next */
         emit(x, len);
         return;
     }
@@ -151,9 +151,14 @@ static sset start_set(const st_grammar *g, barena *a) {
 
 static int has_byte(const gelem *e, unsigned char c) { return (e->set[c >> 3] >> (c & 7)) & 1; }
 
-/* The stacks after byte c (allocated after in's in the arena); the expansions it took are
- * added to *work. */
-static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c, uint64_t *work) {
+/* Does the element e take `what` next: a byte, or (token) the vocabulary token by id? */
+static int takes(const gelem *e, int token, uint32_t what) {
+    return token ? e->type == GE_TOKEN && e->rule == what : has_byte(e, (unsigned char)what);
+}
+
+/* The stacks after `what` (a byte c, or with token a token id named by <[id]>), allocated
+ * after in's in the arena; the expansions it took are added to *work. */
+static sset advance_on(const st_grammar *g, barena *a, sset in, int token, uint32_t what, uint64_t *work) {
     sset out = {.off = a->used};
     expander x = {.g = g, .a = a, .out = &out, .steps = EXPAND_BUDGET};
     size_t at = in.off;
@@ -161,7 +166,7 @@ static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c, ui
         uint32_t len = a->p[at];
         const uint32_t *stk = a->p + at + 1;
         at += 1 + len;
-        if (!len || !has_byte(&g->el[stk[len - 1]], c)) continue;
+        if (!len || !takes(&g->el[stk[len - 1]], token, what)) continue;
         memcpy(x.tmp, stk, len * sizeof *stk);
         x.tmp[len - 1]++;
         expand(&x, len);
@@ -169,6 +174,22 @@ static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c, ui
     }
     *work += EXPAND_BUDGET - x.steps;
     return out;
+}
+
+static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c, uint64_t *work) {
+    return advance_on(g, a, in, 0, c, work);
+}
+
+/* Nonzero when some stack of s waits for token id by name. */
+static int set_names(const st_grammar *g, const barena *a, sset s, uint32_t id) {
+    size_t at = s.off;
+    for (uint32_t k = 0; k < s.n; k++) {
+        uint32_t len = a->p[at];
+        const gelem *e = len ? &g->el[a->p[at + len]] : NULL;
+        if (e && e->type == GE_TOKEN && e->rule == id) return 1;
+        at += 1 + len;
+    }
+    return 0;
 }
 
 static int set_can_end(const barena *a, sset s) {
@@ -273,8 +294,14 @@ int st_gmatch_check(const st_gmatch *m, const char *s, size_t n) {
     return r.n > 0 && !r.overflow;
 }
 
+/* The set r (in the work arena) becomes the current one, moved to offset 0. */
+static int take_work(st_gmatch *m, sset r);
+
 int st_gmatch_accept(st_gmatch *m, const char *s, size_t n) {
-    sset r = run(m, s, n);
+    return take_work(m, run(m, s, n));
+}
+
+static int take_work(st_gmatch *m, sset r) {
     if (!r.n || r.overflow) return -1;
     /* the result becomes the current set, moved to offset 0 */
     size_t len = m->work.used - r.off;
@@ -540,12 +567,20 @@ static int32_t mask_walk(st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
     }
     if (st_gmatch_can_end(m))
         for (int32_t i = 0; i < v->n; i++)
-            if (v->eog[i]) allowed[i] = 1, wk.count++;
+            if (v->eog[i] && !allowed[i]) allowed[i] = 1, wk.count++;
+    size_t at = 0; /* tokens named by <[id]> */
+    for (uint32_t k = 0; k < m->s.n; k++) {
+        uint32_t len = m->cur.p[at];
+        const gelem *e = len ? &m->g->el[m->cur.p[at + len]] : NULL;
+        if (e && e->type == GE_TOKEN && e->rule < (uint32_t)v->n && !allowed[e->rule]) allowed[e->rule] = 1, wk.count++;
+        at += 1 + len;
+    }
     return wk.count;
 }
 
 int st_gmatch_token_ok(const st_gmatch *m, const st_gvocab *v, int32_t t) {
     if (t < 0 || t >= v->n) return 0;
+    if (set_names(m->g, &m->cur, m->s, (uint32_t)t)) return 1; /* <[t]> */
     if (v->eog[t]) return st_gmatch_can_end(m);
     if (!v->lens[t]) return 0;
     return st_gmatch_check(m, v->texts[t], v->lens[t]);
@@ -553,6 +588,12 @@ int st_gmatch_token_ok(const st_gmatch *m, const st_gvocab *v, int32_t t) {
 
 int st_gmatch_accept_token(st_gmatch *m, const st_gvocab *v, int32_t t) {
     if (t < 0 || t >= v->n) return -1;
+    if (set_names(m->g, &m->cur, m->s, (uint32_t)t)) { /* <[t]> */
+        uint64_t work = 0;
+        sset r = advance_on(m->g, &m->work, load_work(m, &m->work), 1, (uint32_t)t, &work);
+        if (r.overflow) m->ov = r.overflow;
+        return take_work(m, r);
+    }
     if (v->eog[t]) return st_gmatch_can_end(m) ? 0 : -1;
     return st_gmatch_accept(m, v->texts[t], v->lens[t]);
 }

@@ -471,6 +471,9 @@ static int gen_text_init(st_front *f, gen *g, int chat) {
     return g->detok ? 0 : -1;
 }
 
+/* A tool-call marker's token (server/tools_grammar.c). */
+static int32_t tool_mark(const void *tok, const char *text) { return st_tokenizer_find(tok, text, strlen(text)); }
+
 /* Fills the zeroed g with a generation of the request in cs->body (parsed, checked and
  * submitted): 0, or -1 with e (then gen_clear(g) frees what it holds). The struct holds
  * pointers into itself (the stop strings): it is made in place and never copied. */
@@ -483,7 +486,7 @@ static int gen_init(gen *g, st_front *f, conn_state *cs, int chat, st_oai_error 
     if (bad) return -1;
     g->responses = cs->responses;
     g->choice = cs->choice;
-    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, e)) return -1; /* tool_choice required/named */
+    if (st_agent_force_tools(&g->q.agent, f->jinja ? f->tool_syntax : 0, tool_mark, f->tok, e)) return -1; /* tool_choice required/named */
     if (g->q.model[0] && strcmp(g->q.model, f->model_id)) {
         st_oai_error_set(e, 404, "invalid_request_error", "model_not_found", "model",
                          "The model '%s' does not exist; this server serves '%s'", g->q.model, f->model_id);

@@ -260,12 +260,51 @@ static void bound_cases(void) {
     free(text);
 }
 
+/* grammar.tokens: <[id]> names one token (a control token without text): the mask allows it
+ * exactly where the grammar names it, and text tokens never stand in for it. */
+static void token_cases(void) {
+    char err[256];
+    static char texts[310][2];
+    const char *tp[310];
+    size_t lens[310];
+    for (int i = 0; i < 310; i++) {
+        texts[i][0] = (char)(i < 256 ? i : 0);
+        tp[i] = texts[i];
+        lens[i] = i > 0 && i < 256; /* 256..309: control tokens, no text */
+    }
+    st_gvocab *v = st_gvocab_new(tp, lens, NULL, 310);
+    st_grammar *g = st_grammar_parse("root ::= <[300]> \"ab\" (<[301]> | \"c\")\n", err, sizeof err);
+    CHECK(g && v, "grammar.tokens: compiles: %s", err);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    uint8_t allowed[310];
+    if (m && v) {
+        CHECK(st_gmatch_mask(m, v, allowed) == 1 && allowed[300], "grammar.tokens: only <[300]> at the start");
+        CHECK(!st_gmatch_token_ok(m, v, 301) && !st_gmatch_token_ok(m, v, 'a'), "grammar.tokens: others refused");
+        CHECK(st_gmatch_accept_token(m, v, 300) == 0 && st_gmatch_accept_token(m, v, 'a') == 0 &&
+                  st_gmatch_accept_token(m, v, 'b') == 0,
+              "grammar.tokens: <[300]> a b accepted");
+        CHECK(st_gmatch_mask(m, v, allowed) == 2 && allowed[301] && allowed['c'], "grammar.tokens: <[301]> or c next");
+        CHECK(!st_gmatch_can_end(m) && st_gmatch_accept_token(m, v, 301) == 0 && st_gmatch_can_end(m),
+              "grammar.tokens: <[301]> ends it");
+    }
+    st_gmatch_free(m);
+    st_grammar_free(g);
+    const char *bad[] = {"root ::= <[x]>\n", "root ::= <[12\n", "root ::= <[-1]>\n"};
+    for (int i = 0; i < 3; i++) {
+        g = st_grammar_parse(bad[i], err, sizeof err);
+        CHECK(!g && strstr(err, "bad token reference"), "grammar.tokens: '%s' refused: %s", bad[i], err);
+        st_grammar_free(g);
+    }
+    st_gvocab_free(v);
+}
+
 int main(void) {
     mutation_cases();
     gbnf_cases();
     schema_cases();
     mask_cases();
     bound_cases();
+    token_cases();
     printf("grammar: %d failures\n", g_fail);
     return g_fail ? 1 : 0;
 }
