@@ -356,8 +356,10 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         free(j);
         return ok;
     }
-    /* probes (/health, /metrics) need no key; the API and the utility routes do */
-    if (f->cfg.api_key && (cs->route == R_AGENT || !strncmp(url, "/v1/", 4)) &&
+    /* /health needs no key; the API and the utility routes do, and so do /metrics and /slots
+     * unless --metrics-auth open */
+    int open = cs->route == R_HEALTH || (f->cfg.metrics_open && (cs->route == R_METRICS || !strcmp(url, "/slots")));
+    if (f->cfg.api_key && !open && (cs->route == R_AGENT || cs->route == R_METRICS || !strncmp(url, "/v1/", 4)) &&
         !key_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), f->cfg.api_key))
         return st_http_fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");

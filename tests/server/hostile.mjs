@@ -141,9 +141,10 @@ await check('garbage on the socket and a half-sent request do not hurt', async (
   await stillHealthy();
 });
 
-await check('metrics and health need no key; models does', async () => {
+await check('health needs no key; metrics and models do', async () => {
   assert.equal((await fetch(`${srv.base}/health`)).status, 200);
-  assert.equal((await fetch(`${srv.base}/metrics`)).status, 200);
+  assert.equal((await fetch(`${srv.base}/metrics`)).status, 401);
+  assert.equal((await fetch(`${srv.base}/metrics`, { headers: auth })).status, 200);
   assert.equal((await fetch(`${srv.base}/v1/models`)).status, 401);
   const list = await client.models.list();
   assert.equal(list.data[0].id, 'tiny-alias');

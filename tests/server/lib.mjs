@@ -90,11 +90,12 @@ export async function waitHealthy(srv, timeoutMs = 20000) {
   }
 }
 
-// /metrics as {name: value}; waits for fresh engine figures (the engine answers between steps)
+// /metrics as {name: value}; waits for fresh engine figures (the engine answers between steps).
+// srv.headers (e.g. the API key) go with the request.
 export async function metrics(srv, timeoutMs = 20000) {
   const t0 = Date.now();
   for (;;) {
-    const r = await fetch(`${srv.base}/metrics`);
+    const r = await fetch(`${srv.base}/metrics`, { headers: srv.headers || {} });
     const text = await r.text();
     const m = {};
     for (const line of text.split('\n')) {
