@@ -16,6 +16,7 @@ const maxDiff = (a, b) => Math.max(...a.map((x, i) => Math.abs(x - b[i])));
 
 function reference(modelPath, tokens) {
   const out = path.join(DIR, 'embd-ref.f32');
+  assert.ok(fs.existsSync(REF), `${REF} is configured but not built (build the llama-ref target)`);
   const r = spawnSync(REF, ['embed', '-m', modelPath, '--tokens', tokens.join(','), '--out', out], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   const b = fs.readFileSync(out);
