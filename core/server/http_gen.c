@@ -659,13 +659,15 @@ enum MHD_Result st_http_gen_continue(st_front *f, struct MHD_Connection *c, conn
 }
 
 /* ---- answers of half-closed clients, on the generation's own socket (see the top) ------- */
-static atomic_int g_detached; /* threads writing such answers now */
+static atomic_int g_detached;     /* threads writing such answers now */
+static atomic_int g_detached_end; /* the server stops: writes give up */
 
-/* Writes all of buf within 30 s; 0, or -1 when the client is gone or reads nothing. */
+/* Writes all of buf within 30 s; 0, or -1 when the client is gone or reads nothing (or the
+ * server stops). */
 static int send_all(int fd, const char *buf, size_t n) {
     uint64_t t0 = st_now_ns();
     for (size_t off = 0; off < n;) {
-        if (st_now_ns() - t0 > 30000000000ull) return -1;
+        if (st_now_ns() - t0 > 30000000000ull || atomic_load(&g_detached_end)) return -1;
         ssize_t w = send(fd, buf + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) off += (size_t)w;
         else if (w < 0 && errno != EAGAIN && errno != EINTR) return -1;
@@ -830,5 +832,8 @@ int st_http_detach(conn_state *cs) {
 }
 
 void st_http_detached_drain(int ms) {
-    for (int i = 0; i < ms / 10 && atomic_load(&g_detached) > 0; i++) nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    for (int i = 0; i < ms / 10 && atomic_load(&g_detached) > 0; i++) {
+        if (i == ms / 20) atomic_store(&g_detached_end, 1); /* half the time given: writes give up */
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    }
 }

@@ -65,7 +65,8 @@ enum MHD_Result st_agent_embed_continue(st_front *f, struct MHD_Connection *c, c
 void st_agent_embed_free(embed_job *j);
 /* Frees a connection's request state (its body, choices, socket copy). */
 void st_http_cs_free(conn_state *cs);
-/* Waits (up to `ms`) until the answers of detached connections are written. */
+/* Waits (up to `ms`) until the answers of detached connections are written; past half of it
+ * their writes give up, so none outlives the server. */
 void st_http_detached_drain(int ms);
 
 #endif
