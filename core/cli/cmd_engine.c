@@ -115,7 +115,8 @@ typedef struct {
 
 static void emit(void *user, const st_engine_event *ev) {
     emit_ctx *c = user;
-    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, NULL, 0);
+    /* an embedding's vector follows the event */
+    esend(c->fd, ST_MSG_EVENT, ev, sizeof *ev, ev->embd, ev->embd ? sizeof(float) * (size_t)ev->n_embd : 0);
 }
 
 typedef struct {
@@ -174,6 +175,7 @@ static int handle(int fd, st_engine *e, st_model *m) {
         st_kv *kv = st_model_kv(m);
         st.kv_cells_free = st_kv_cells_free(kv);
         st.kv_cells_total = st_kv_params_of(kv)->n_cells;
+        st.n_slots = st_engine_get_slots(e, st.slot, ST_MSG_SLOTS);
         /* the plan's table and the expert cache's statistics follow as Prometheus text */
         static char text[1 << 17];
         size_t tl = g_split.n ? st_plan_format_metrics(g_split.plan, text, sizeof text)
@@ -343,6 +345,7 @@ static int engine_serve(engine_run *er) {
     rd.n_ctx = st_model_params_of(er->m)->n_ctx;
     rd.n_slots = er->parallel;
     rd.n_vocab = er->desc->hp.n_vocab;
+    rd.n_embd = (int32_t)er->desc->hp.n_embd;
     snprintf(rd.device, sizeof rd.device, "%s", er->di.name);
     snprintf(rd.model, sizeof rd.model, "%s", er->model);
     elog("model %s on %s: %d slots x %d positions", er->model, er->di.name, er->parallel, rd.n_ctx);

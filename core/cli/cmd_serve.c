@@ -22,7 +22,7 @@ static int usage(FILE *f) {
             "                    [--vram-budget SIZE] [--vram-reserve-mib N] [--expert-cache auto|N|SIZE]\n"
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
-            "                    [--cors '*'|ORIGIN,ORIGIN]\n"
+            "                    [--cors '*'|ORIGIN,ORIGIN] [--metrics-auth key|open]\n"
             "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
             "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe, -ngl/-sm/-ts/-mg; -fa, -b are ignored\n"
             "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
@@ -66,6 +66,13 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     else if (!strcmp(k, "chat-template-file")) c->chat_template_file = v;
     else if (!strcmp(k, "no-jinja")) c->no_jinja = 1;
     else if (!strcmp(k, "cors")) c->cors = v;
+    else if (!strcmp(k, "metrics-auth")) {
+        if (strcmp(v, "key") && strcmp(v, "open")) {
+            fprintf(stderr, "strata serve: --metrics-auth wants key or open, got '%s'\n", v);
+            return -1;
+        }
+        c->metrics_open = !strcmp(v, "open");
+    }
     else if (!strcmp(k, "ctx-total")) {
         if (num_opt("--ctx-size", v, 0, 1 << 26, &x)) return -1;
         g_ctx_total = (int)x;
@@ -259,8 +266,8 @@ static const char *const k_known[] = {"--model", "--host", "--port", "--parallel
                                      "--expert-policy", "--expert-profile", "--cpu-threads", "--n-cpu-moe",
                                      "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
                                      "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
-                                     "--http-threads", "--cors", "--n-gpu-layers", "--split-mode", "--tensor-split",
-                                     "--main-device", NULL};
+                                     "--http-threads", "--cors", "--metrics-auth", "--n-gpu-layers", "--split-mode",
+                                     "--tensor-split", "--main-device", NULL};
 
 /* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
  * is not one, -1 when its value is missing. Its note is printed. */

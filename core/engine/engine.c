@@ -26,6 +26,8 @@ typedef struct slot {
     st_sampler *smp;
     uint64_t t_admit, t_first;
     int32_t row; /* logits row this step, -1 when none */
+    int32_t pooling; /* ST_POOL_*: an embedding request */
+    float *pool;     /* [n_embd] its pooled hidden state so far */
     st_expert_window xw; /* expert statistics since admission (hybrid models) */
     double dev_s[ST_ENGINE_MAX_STAGES]; /* split models: each stage's time in this request's steps */
 } slot;
@@ -49,6 +51,8 @@ struct st_engine {
     int32_t *tok, *pos, *seq, *row_slot, *ids;
     int8_t *want;
     float *logits;
+    float *hidden;    /* [n_budget][n_embd] final hidden states of a step with embedding requests */
+    int32_t n_embd;
     double s_per_tok; /* forward seconds per token of recent prefill steps (0 = not measured yet) */
     int traced;       /* the engine turned the model's expert trace on (per-request Belady) */
     st_engine_stats st;
@@ -81,6 +85,7 @@ st_engine *st_engine_new(st_model *m, const st_engine_config *cfg, const int32_t
     if (e->cfg.queue_max <= 0) e->cfg.queue_max = 64;
     e->n_ctx = mp->n_ctx;
     e->n_vocab = d->hp.n_vocab;
+    e->n_embd = (int32_t)d->hp.n_embd;
     e->n_eog = n_eog;
     e->eog = calloc((size_t)(n_eog > 0 ? n_eog : 1), sizeof(int32_t));
     if (n_eog > 0 && e->eog) memcpy(e->eog, eog, sizeof(int32_t) * (size_t)n_eog);
@@ -116,6 +121,9 @@ st_engine *st_engine_new(st_model *m, const st_engine_config *cfg, const int32_t
 static void slot_release(slot *s) {
     free(s->prompt);
     s->prompt = NULL;
+    free(s->pool);
+    s->pool = NULL;
+    s->pooling = ST_POOL_NONE;
     st_sampler_free(s->smp);
     s->smp = NULL;
     s->active = 0;
@@ -144,6 +152,7 @@ void st_engine_free(st_engine *e) {
     free(e->ids);
     free(e->want);
     free(e->logits);
+    free(e->hidden);
     free(e);
 }
 
@@ -239,6 +248,10 @@ static void emit_done(st_engine *e, slot *s, int finish, const char *msg, st_eng
     ev.prefill_ms = (double)(first - s->t_admit) / 1e6;
     ev.decode_ms = (double)(now - first) / 1e6;
     if (msg) snprintf(ev.msg, sizeof ev.msg, "%s", msg);
+    if (s->pooling && finish == ST_FINISH_STOP) {
+        ev.n_embd = e->n_embd;
+        ev.embd = s->pool;
+    }
     st_expert_window_close(&s->xw, e->m, &ev.experts);
     stage_times(e, s, ev.devices, sizeof ev.devices);
     emit(user, &ev);
@@ -286,7 +299,12 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         }
         slot *s = &e->slots[si];
         int32_t reuse = lcp < q->r.n_prompt - 1 ? lcp : q->r.n_prompt - 1;
-        if (reuse < 0) reuse = 0;
+        if (reuse < 0 || q->r.pooling == ST_POOL_MEAN || q->r.pooling == ST_POOL_CLS) reuse = 0; /* pooled rows are computed */
+        float *pool = q->r.pooling ? calloc((size_t)e->n_embd, sizeof *pool) : NULL;
+        if (q->r.pooling && !pool) {
+            e->queue[w++] = *q; /* no memory now: it waits */
+            continue;
+        }
         st_model_seq_truncate(e->m, si, reuse);
         s->n_cached = reuse;
         s->active = 1;
@@ -300,6 +318,8 @@ static void admit(st_engine *e, st_engine_emit_fn emit, void *user) {
         s->max_tokens = q->r.max_tokens;
         s->ignore_eos = q->r.ignore_eos;
         s->smp = q->smp; /* made at submit (grammar, biases) */
+        s->pooling = q->r.pooling;
+        s->pool = pool;
         s->t_admit = st_now_ns();
         s->t_first = 0;
         memset(s->dev_s, 0, sizeof s->dev_s);
@@ -322,6 +342,36 @@ static void trim_trace(st_engine *e) {
     for (int32_t i = 0; i < e->cfg.n_slots; i++)
         if (e->slots[i].active && e->slots[i].xw.open && e->slots[i].xw.pos < keep) keep = e->slots[i].xw.pos;
     st_model_expert_trace_trim(e->m, keep);
+}
+
+/* Embedding requests in this step's batch of n rows: their rows' hidden states pooled; those
+ * whose prompt is complete end with their vector. */
+static int pool_step(st_engine *e, int32_t n, st_engine_emit_fn emit, void *user, char *err, size_t errlen) {
+    int any = 0;
+    for (int32_t j = 0; j < n && !any; j++) any = e->slots[e->seq[j]].pooling != ST_POOL_NONE;
+    if (!any) return 0;
+    const int64_t E = e->n_embd;
+    if (!e->hidden && !(e->hidden = malloc(sizeof(float) * (size_t)E * (size_t)e->cfg.n_budget))) {
+        snprintf(err, errlen, "engine: out of host memory for hidden states");
+        return -1;
+    }
+    if (st_model_hidden(e->m, n, e->hidden, err, errlen)) return -1;
+    for (int32_t j = 0; j < n; j++) { /* row j: token at position pos[j] of the prompt */
+        slot *s = &e->slots[e->seq[j]];
+        const float *h = e->hidden + (size_t)j * (size_t)E; /* [E] */
+        int take = s->pooling == ST_POOL_MEAN || (s->pooling == ST_POOL_CLS && e->pos[j] == 0) ||
+                   (s->pooling == ST_POOL_LAST && e->pos[j] == s->n_prompt - 1);
+        for (int64_t i = 0; take && i < E; i++) s->pool[i] += h[i];
+    }
+    for (int32_t i = 0; i < e->cfg.n_slots; i++) {
+        slot *s = &e->slots[i];
+        if (!s->active || !s->pooling || s->n_done < s->n_prompt) continue;
+        if (s->pooling == ST_POOL_MEAN)
+            for (int64_t k = 0; k < E; k++) s->pool[k] /= (float)s->n_prompt; /* pool = mean of the rows */
+        s->t_first = st_now_ns();
+        emit_done(e, s, ST_FINISH_STOP, NULL, emit, user);
+    }
+    return 0;
 }
 
 int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, size_t errlen) {
@@ -370,7 +420,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
             e->want[n] = 0;
             n++;
         }
-        if (s->n_done + chunk == s->n_prompt) {
+        if (s->n_done + chunk == s->n_prompt && !s->pooling) { /* an embedding samples nothing */
             e->want[n - 1] = 1;
             s->row = n_rows;
             e->row_slot[n_rows++] = i;
@@ -426,6 +476,7 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
             e->st.tokens_decode++;
         }
     }
+    if (pool_step(e, n, emit, user, ferr, sizeof ferr)) goto fail;
     if (n_rows == 0) return 0;
     /* sample every row: device argmax when every row is greedy, else host sampling */
     int all_greedy = 1;
@@ -454,6 +505,12 @@ int st_engine_step(st_engine *e, st_engine_emit_fn emit, void *user, char *err, 
         slot *s = &e->slots[e->row_slot[r]];
         int32_t t = e->ids[r];
         if (!s->t_first) s->t_first = st_now_ns();
+        if (t < 0) { /* a constraint allowed nothing (a grammar past its bounds, or a dead end) */
+            char why[200];
+            snprintf(why, sizeof why, "grammar: %s", st_sampler_error(s->smp));
+            emit_done(e, s, ST_FINISH_ERROR, why, emit, user);
+            continue;
+        }
         st_sampler_accept(s->smp, t);
         if (!s->ignore_eos && is_eog(e, t)) {
             emit_done(e, s, ST_FINISH_STOP, NULL, emit, user);
@@ -483,4 +540,13 @@ void st_engine_get_stats(const st_engine *e, st_engine_stats *out) {
     out->queue_len = e->n_queue;
     out->slots_busy = 0;
     for (int32_t i = 0; i < e->cfg.n_slots; i++) out->slots_busy += e->slots[i].active;
+}
+
+int32_t st_engine_get_slots(const st_engine *e, st_engine_slot *out, int32_t max) {
+    for (int32_t i = 0; i < e->cfg.n_slots && i < max; i++) {
+        const slot *s = &e->slots[i];
+        st_engine_slot o = {s->active ? s->id : 0, s->active, s->n_prompt, s->n_done, s->n_gen, s->max_tokens, s->n_cached};
+        out[i] = o;
+    }
+    return e->cfg.n_slots;
 }

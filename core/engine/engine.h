@@ -44,7 +44,12 @@ typedef struct st_gen_request {
     int32_t n_bias;
     int32_t want_logprobs;   /* nonzero: each token's log probability is sent (event lp) */
     int32_t top_logprobs;    /* with it, this many alternatives (0..20) */
+    int32_t pooling;         /* ST_POOL_*: an embedding of the prompt instead of generated text */
 } st_gen_request;
+
+/* Embedding requests: the prompt's final hidden states (after the output norm) pooled into one
+ * vector, sent with the DONE event; nothing is generated. */
+enum { ST_POOL_NONE = 0, ST_POOL_MEAN = 1, ST_POOL_CLS = 2, ST_POOL_LAST = 3 };
 
 /* Expert statistics of one request on a hybrid model (an expert cache): the cache's counters
  * from the request's admission to its end. Requests running together share steps, so these are
@@ -91,6 +96,8 @@ typedef struct st_engine_event {
     st_token_logprobs lp;      /* TOKEN: its log probabilities when the request asked (lp.valid) */
     char devices[160];         /* DONE, model split over devices: the time each device's stage spent in
                                   the steps the request took part in ("sim0 12.1 ms, sim1 4.0 ms"), else "" */
+    int32_t n_embd;            /* DONE of an embedding request: the pooled vector's size ... */
+    const float *embd;         /* ... and the vector (not normalized), valid during the emit call */
 } st_engine_event;
 
 typedef void (*st_engine_emit_fn)(void *user, const st_engine_event *ev);
@@ -127,5 +134,18 @@ typedef struct st_engine_stats {
     double decode_step_s[ST_ENGINE_HIST];  /* their wall time (forward + sampling) */
 } st_engine_stats;
 void st_engine_get_stats(const st_engine *e, st_engine_stats *out);
+
+/* What one slot does now (for the server's /slots). */
+typedef struct st_engine_slot {
+    uint64_t id;          /* the request it runs (0 when idle) */
+    int32_t active;       /* nonzero while it runs a request */
+    int32_t n_prompt;     /* the request's prompt tokens */
+    int32_t n_done;       /* prompt tokens in the cache so far (reused ones included) */
+    int32_t n_gen;        /* tokens generated so far */
+    int32_t max_tokens;   /* the request's limit */
+    int32_t n_cached;     /* tokens whose K/V the slot's sequence holds (kept for reuse when idle) */
+} st_engine_slot;
+/* Fills out[0 .. min(max, slots)) and returns the number of slots. */
+int32_t st_engine_get_slots(const st_engine *e, st_engine_slot *out, int32_t max);
 
 #endif

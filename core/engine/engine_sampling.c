@@ -20,7 +20,8 @@ st_sampler *st_engine_sampler_for(const st_gen_request *r, int32_t n_vocab, cons
         goto fail;
     }
     st_grammar *g = st_grammar_parse(r->grammar, gerr, sizeof gerr);
-    if (!g) {
+    if (!g || st_grammar_check(g, gerr, sizeof gerr)) {
+        st_grammar_free(g);
         snprintf(err, errlen, "invalid_grammar: %s", gerr);
         goto fail;
     }

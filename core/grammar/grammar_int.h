@@ -7,11 +7,11 @@
 
 #include "grammar/grammar.h"
 
-enum { GE_END = 0, GE_CHARS = 1, GE_RULE = 2 };
+enum { GE_END = 0, GE_CHARS = 1, GE_RULE = 2, GE_TOKEN = 3 /* one vocabulary token by id, <[id]> */ };
 
 typedef struct gelem {
     uint8_t type;
-    uint32_t rule;    /* GE_RULE */
+    uint32_t rule;    /* GE_RULE; GE_TOKEN: the token id */
     uint8_t set[32];  /* GE_CHARS: bit b set when byte b matches */
 } gelem;
 

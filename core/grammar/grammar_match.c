@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The matcher: a set of stacks of element positions (a pushdown automaton run on all
  * alternatives at once), advanced byte by byte; and the vocabulary trie walked with it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,13 @@
 
 #define MAX_STACKS 2048
 #define MAX_DEPTH 256
+/* Work bounds: rule expansions for one byte (the start included), and for one whole mask.
+ * A grammar whose alternatives multiply (anyOf of anyOf of ... of the same thing) meets these
+ * instead of running for hours; the matcher then says so (st_gmatch_error). */
+#define EXPAND_BUDGET (1u << 16)
+#define MASK_BUDGET (1u << 22)
+
+enum { OV_NONE = 0, OV_STACKS = 1, OV_STEPS = 2, OV_MEMORY = 3 };
 
 /* ---- left recursion (at compile time) ------------------------------------------------------ */
 static int first_refs_cycle(const st_grammar *g, const uint8_t *nullable, uint32_t r, uint8_t *state, uint32_t *bad) {
@@ -61,7 +69,7 @@ typedef struct barena {
 typedef struct sset {
     size_t off; /* into the arena: [n][len0][stack0...][len1][stack1...]... */
     uint32_t n;
-    int overflow;
+    int overflow; /* OV_*: the set is incomplete */
 } sset;
 
 static int reserve(barena *a, size_t more) {
@@ -79,6 +87,7 @@ typedef struct expander {
     const st_grammar *g;
     barena *a;
     sset *out;
+    uint32_t steps; /* expansions left for this byte */
     uint32_t tmp[MAX_DEPTH + 2];
 } expander;
 
@@ -92,7 +101,7 @@ static void emit(expander *x, uint32_t len) {
         at += 1 + l;
     }
     if (o->n >= MAX_STACKS || reserve(x->a, len + 1)) {
-        o->overflow = 1;
+        o->overflow = o->n >= MAX_STACKS ? OV_STACKS : OV_MEMORY;
         return;
     }
     x->a->p[x->a->used++] = len;
@@ -105,14 +114,19 @@ static void emit(expander *x, uint32_t len) {
 static void expand(expander *x, uint32_t len) {
     const st_grammar *g = x->g;
     while (len && g->el[x->tmp[len - 1]].type == GE_END) len--; /* finished frames */
-    if (!len || g->el[x->tmp[len - 1]].type == GE_CHARS) {
+    if (!len || g->el[x->tmp[len - 1]].type != GE_RULE) { /* bytes or a token next */
         emit(x, len);
         return;
     }
     if (len > MAX_DEPTH) {
-        x->out->overflow = 1;
+        x->out->overflow = OV_STACKS;
         return;
     }
+    if (!x->steps || x->out->overflow) { /* the set is incomplete anyway: stop working on it */
+        if (!x->out->overflow) x->out->overflow = OV_STEPS;
+        return;
+    }
+    x->steps--;
     uint32_t top = x->tmp[len - 1], r = g->el[top].rule;
     uint32_t base = len - 1;
     if (g->el[top + 1].type != GE_END) x->tmp[base++] = top + 1; /* the continuation (none after a tail call) */
@@ -127,7 +141,7 @@ static void expand(expander *x, uint32_t len) {
 
 static sset start_set(const st_grammar *g, barena *a) {
     sset s = {.off = a->used};
-    expander x = {.g = g, .a = a, .out = &s};
+    expander x = {.g = g, .a = a, .out = &s, .steps = EXPAND_BUDGET};
     for (uint32_t k = 0; k < g->rule_nalt[g->root]; k++) {
         x.tmp[0] = g->alt_start[g->rule_alt0[g->root] + k];
         expand(&x, 1);
@@ -137,22 +151,45 @@ static sset start_set(const st_grammar *g, barena *a) {
 
 static int has_byte(const gelem *e, unsigned char c) { return (e->set[c >> 3] >> (c & 7)) & 1; }
 
-/* The stacks after byte c (allocated after in's in the arena). */
-static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c) {
+/* Does the element e take `what` next: a byte, or (token) the vocabulary token by id? */
+static int takes(const gelem *e, int token, uint32_t what) {
+    return token ? e->type == GE_TOKEN && e->rule == what : has_byte(e, (unsigned char)what);
+}
+
+/* The stacks after `what` (a byte c, or with token a token id named by <[id]>), allocated
+ * after in's in the arena; the expansions it took are added to *work. */
+static sset advance_on(const st_grammar *g, barena *a, sset in, int token, uint32_t what, uint64_t *work) {
     sset out = {.off = a->used};
-    expander x = {.g = g, .a = a, .out = &out};
+    expander x = {.g = g, .a = a, .out = &out, .steps = EXPAND_BUDGET};
     size_t at = in.off;
     for (uint32_t k = 0; k < in.n; k++) {
         uint32_t len = a->p[at];
         const uint32_t *stk = a->p + at + 1;
         at += 1 + len;
-        if (!len || !has_byte(&g->el[stk[len - 1]], c)) continue;
+        if (!len || !takes(&g->el[stk[len - 1]], token, what)) continue;
         memcpy(x.tmp, stk, len * sizeof *stk);
         x.tmp[len - 1]++;
         expand(&x, len);
         stk = NULL; /* the arena may have moved */
     }
+    *work += EXPAND_BUDGET - x.steps;
     return out;
+}
+
+static sset advance(const st_grammar *g, barena *a, sset in, unsigned char c, uint64_t *work) {
+    return advance_on(g, a, in, 0, c, work);
+}
+
+/* Nonzero when some stack of s waits for token id by name. */
+static int set_names(const st_grammar *g, const barena *a, sset s, uint32_t id) {
+    size_t at = s.off;
+    for (uint32_t k = 0; k < s.n; k++) {
+        uint32_t len = a->p[at];
+        const gelem *e = len ? &g->el[a->p[at + len]] : NULL;
+        if (e && e->type == GE_TOKEN && e->rule == id) return 1;
+        at += 1 + len;
+    }
+    return 0;
 }
 
 static int set_can_end(const barena *a, sset s) {
@@ -183,7 +220,31 @@ struct st_gmatch {
     barena work; /* scratch for checks and masks */
     mcache cache[MASK_CACHE];
     uint64_t tick;
+    int ov; /* the last bound met (OV_*, or OV_MASK), for st_gmatch_error */
 };
+
+enum { OV_MASK = 4 };
+
+static const char *ov_text(int ov) {
+    switch (ov) {
+    case OV_STACKS: return "the grammar is too ambiguous: more than 2048 parses alive at once, or rules nested deeper than 256";
+    case OV_STEPS: return "the grammar is too ambiguous: following one byte takes more than 65536 rule expansions";
+    case OV_MASK: return "the grammar is too ambiguous: the tokens allowed next take more than 4194304 rule expansions to find";
+    case OV_MEMORY: return "out of memory";
+    default: return NULL;
+    }
+}
+
+const char *st_gmatch_error(const st_gmatch *m) { return ov_text(m->ov); }
+
+int st_grammar_check(const st_grammar *g, char *err, size_t errlen) {
+    barena a = {0};
+    sset s = start_set(g, &a);
+    free(a.p);
+    if (!s.overflow && s.n) return 0;
+    snprintf(err, errlen, "%s", s.overflow ? ov_text(s.overflow) : "the grammar matches nothing");
+    return -1;
+}
 
 st_gmatch *st_gmatch_new(const st_grammar *g) {
     st_gmatch *m = calloc(1, sizeof *m);
@@ -211,26 +272,36 @@ void st_gmatch_free(st_gmatch *m) {
 /* Copy the current set into the work arena at offset 0. */
 static sset load_work(const st_gmatch *m, barena *w) {
     w->used = 0;
-    if (reserve(w, m->cur.used)) return (sset){.overflow = 1};
+    if (reserve(w, m->cur.used)) return (sset){.overflow = OV_MEMORY};
     memcpy(w->p, m->cur.p, m->cur.used * sizeof *w->p);
     w->used = m->cur.used;
     sset s = m->s;
     return s;
 }
 
-static sset run(const st_gmatch *m, barena *w, const char *s, size_t n) {
+static sset run(st_gmatch *m, const char *s, size_t n) {
+    barena *w = &m->work;
+    uint64_t work = 0;
+    m->ov = OV_NONE;
     sset cur = load_work(m, w);
-    for (size_t i = 0; i < n && cur.n && !cur.overflow; i++) cur = advance(m->g, w, cur, (unsigned char)s[i]);
+    for (size_t i = 0; i < n && cur.n && !cur.overflow; i++) cur = advance(m->g, w, cur, (unsigned char)s[i], &work);
+    if (cur.overflow) m->ov = cur.overflow;
     return cur;
 }
 
 int st_gmatch_check(const st_gmatch *m, const char *s, size_t n) {
-    sset r = run(m, &((st_gmatch *)m)->work, s, n);
+    sset r = run((st_gmatch *)m, s, n); /* the work arena and the error are not observable state */
     return r.n > 0 && !r.overflow;
 }
 
+/* The set r (in the work arena) becomes the current one, moved to offset 0. */
+static int take_work(st_gmatch *m, sset r);
+
 int st_gmatch_accept(st_gmatch *m, const char *s, size_t n) {
-    sset r = run(m, &m->work, s, n);
+    return take_work(m, run(m, s, n));
+}
+
+static int take_work(st_gmatch *m, sset r) {
     if (!r.n || r.overflow) return -1;
     /* the result becomes the current set, moved to offset 0 */
     size_t len = m->work.used - r.off;
@@ -342,7 +413,8 @@ typedef struct itab {
     istate *v;
     int32_t n, cap;
     barena store, scratch;
-    int overflow;
+    int overflow;  /* OV_*: some move was cut short; OV_MASK: the walk's budget ran out */
+    uint64_t work; /* rule expansions so far */
 } itab;
 
 static size_t set_len(const barena *a, sset s) {
@@ -386,13 +458,17 @@ static int32_t intern(itab *t, const barena *a, sset s) {
 static int32_t step(const st_grammar *g, itab *t, int32_t id, unsigned char c) {
     int32_t r = t->v[id].next[c];
     if (r != -2) return r;
+    if (t->work > MASK_BUDGET) {
+        t->overflow = OV_MASK;
+        return -1;
+    }
     barena *w = &t->scratch;
     w->used = 0;
     if (reserve(w, t->v[id].len)) return -1;
     memcpy(w->p, t->store.p + t->v[id].off, t->v[id].len * sizeof(uint32_t));
     w->used = t->v[id].len;
-    sset out = advance(g, w, (sset){.off = 0, .n = t->v[id].n}, c);
-    if (out.overflow) t->overflow = 1;
+    sset out = advance(g, w, (sset){.off = 0, .n = t->v[id].n}, c, &t->work);
+    if (out.overflow) t->overflow = out.overflow;
     r = out.n && !out.overflow ? intern(t, w, out) : -1;
     t->v[id].next[c] = r;
     return r;
@@ -457,7 +533,7 @@ static void cache_put(st_gmatch *m, uint64_t key, const uint8_t *allowed, int32_
     c->used = ++m->tick;
 }
 
-static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed);
+static int32_t mask_walk(st_gmatch *m, const st_gvocab *v, uint8_t *allowed);
 
 int32_t st_gmatch_mask(const st_gmatch *cm, const st_gvocab *v, uint8_t *allowed) {
     st_gmatch *m = (st_gmatch *)cm; /* the cache is not part of the observable state */
@@ -469,12 +545,15 @@ int32_t st_gmatch_mask(const st_gmatch *cm, const st_gvocab *v, uint8_t *allowed
         return c->count;
     }
     int32_t n = mask_walk(m, v, allowed);
-    cache_put(m, key, allowed, n, v->n);
+    if (n >= 0) cache_put(m, key, allowed, n, v->n);
     return n;
 }
 
-static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
+/* The allowed tokens, or -1 when a bound was met (m->ov says which: the mask would be
+ * incomplete, and a token refused only for the bound would steer the text wrongly). */
+static int32_t mask_walk(st_gmatch *m, const st_gvocab *v, uint8_t *allowed) {
     memset(allowed, 0, (size_t)v->n);
+    m->ov = OV_NONE;
     itab t = {0};
     walk wk = {m->g, v, &t, allowed, 0};
     int32_t root = intern(&t, &m->cur, m->s);
@@ -482,14 +561,26 @@ static int32_t mask_walk(const st_gmatch *m, const st_gvocab *v, uint8_t *allowe
     free(t.v);
     free(t.store.p);
     free(t.scratch.p);
+    if (root < 0 || t.overflow) {
+        m->ov = root < 0 ? OV_MEMORY : t.overflow;
+        return -1;
+    }
     if (st_gmatch_can_end(m))
         for (int32_t i = 0; i < v->n; i++)
-            if (v->eog[i]) allowed[i] = 1, wk.count++;
+            if (v->eog[i] && !allowed[i]) allowed[i] = 1, wk.count++;
+    size_t at = 0; /* tokens named by <[id]> */
+    for (uint32_t k = 0; k < m->s.n; k++) {
+        uint32_t len = m->cur.p[at];
+        const gelem *e = len ? &m->g->el[m->cur.p[at + len]] : NULL;
+        if (e && e->type == GE_TOKEN && e->rule < (uint32_t)v->n && !allowed[e->rule]) allowed[e->rule] = 1, wk.count++;
+        at += 1 + len;
+    }
     return wk.count;
 }
 
 int st_gmatch_token_ok(const st_gmatch *m, const st_gvocab *v, int32_t t) {
     if (t < 0 || t >= v->n) return 0;
+    if (set_names(m->g, &m->cur, m->s, (uint32_t)t)) return 1; /* <[t]> */
     if (v->eog[t]) return st_gmatch_can_end(m);
     if (!v->lens[t]) return 0;
     return st_gmatch_check(m, v->texts[t], v->lens[t]);
@@ -497,6 +588,12 @@ int st_gmatch_token_ok(const st_gmatch *m, const st_gvocab *v, int32_t t) {
 
 int st_gmatch_accept_token(st_gmatch *m, const st_gvocab *v, int32_t t) {
     if (t < 0 || t >= v->n) return -1;
+    if (set_names(m->g, &m->cur, m->s, (uint32_t)t)) { /* <[t]> */
+        uint64_t work = 0;
+        sset r = advance_on(m->g, &m->work, load_work(m, &m->work), 1, (uint32_t)t, &work);
+        if (r.overflow) m->ov = r.overflow;
+        return take_work(m, r);
+    }
     if (v->eog[t]) return st_gmatch_can_end(m) ? 0 : -1;
     return st_gmatch_accept(m, v->texts[t], v->lens[t]);
 }

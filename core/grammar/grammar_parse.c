@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GBNF to the compiled grammar: recursive descent; repetitions and groups become generated
+/* GBNF to the compiled grammar (and <[id]>, one vocabulary token by its id): recursive descent; repetitions and groups become generated
  * rules (X* as R ::= X R | empty, X+ as X X*, X? as R ::= X | empty, X{m,n} as m copies and
  * a chain of nested optionals). One longjmp carries a syntax error out. */
 #include <ctype.h>
@@ -106,6 +106,14 @@ static gelem rule_elem(uint32_t r) {
     memset(&e, 0, sizeof e);
     e.type = GE_RULE;
     e.rule = r;
+    return e;
+}
+
+static gelem token_elem(uint32_t id) {
+    gelem e;
+    memset(&e, 0, sizeof e); /* no byte matches it */
+    e.type = GE_TOKEN;
+    e.rule = id;
     return e;
 }
 
@@ -265,6 +273,12 @@ static galt parse_sequence(bld *b, int nested) {
             if (a->n == start) continue; /* "" matches nothing: no symbol to repeat */
         } else if (c == '[') {
             alt_push(b, a, parse_class(b));
+        } else if (c == '<' && b->p[1] == '[') { /* <[id]>: exactly that token */
+            char *end;
+            long id = strtol(b->p + 2, &end, 10);
+            if (end == b->p + 2 || id < 0 || id > 0x7FFFFFFF || end[0] != ']' || end[1] != '>') gfail(b, at, "bad token reference");
+            b->p = end + 2;
+            alt_push(b, a, token_elem((uint32_t)id));
         } else if (c == '.') {
             b->p++;
             gelem e = byte_elem(0);

@@ -55,6 +55,11 @@ static void con_accept(void *u, int32_t t) {
     st_gmatch_accept_token(c->m, c->v, t);
 }
 
+static const char *con_error(void *u) {
+    gcon *c = u;
+    return st_gmatch_error(c->m);
+}
+
 static void con_free(void *u) {
     gcon *c = u;
     st_gmatch_free(c->m);
@@ -71,7 +76,7 @@ int st_grammar_constrain(st_sampler *s, st_grammar *g, const st_gvocab *v) {
     }
     c->g = g;
     c->v = v;
-    st_sampler_constraint k = {con_ok, con_mask, con_accept, con_free, c};
+    st_sampler_constraint k = {con_ok, con_mask, con_accept, con_free, c, con_error};
     st_sampler_set_constraint(s, &k);
     return 0;
 }

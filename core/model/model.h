@@ -156,6 +156,10 @@ int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen);
 int32_t st_model_n_out(const st_model *m);
 /* Copies the last forward's logits [n_out][n_vocab] (F32) to dst. 0 or -1 with err. */
 int st_model_logits(st_model *m, float *dst, char *err, size_t errlen);
+/* Copies the last forward's final hidden states, after the output norm, of its first n batch
+ * rows ([n][n_embd] F32; every row, output or not) to dst: the input of embedding pooling.
+ * 0 or -1 with err. */
+int st_model_hidden(st_model *m, int32_t n, float *dst, char *err, size_t errlen);
 /* Device-side argmax of each logits row: ids[n_out]. 0 or -1 with err. */
 int st_model_argmax(st_model *m, int32_t *ids, char *err, size_t errlen);
 /* Device-side top-k of each row (k <= topk_max): ids/vals [n_out][k], descending. */

@@ -715,16 +715,28 @@ int st_model_forward(st_model *m, const st_batch *b, char *err, size_t errlen) {
     return 0;
 }
 
-int st_model_logits(st_model *m, float *dst, char *err, size_t errlen) {
-    m = st_model_tail(m);
-    uint64_t bytes = (uint64_t)m->n_out * (uint64_t)m->hp.n_vocab * sizeof(float);
-    st_status s = st_dev_d2h(&m->dev, m->stream, dst, m->w.logits, bytes);
+/* Copies bytes of a device buffer of the last forward to dst; 0 or -1 with err. */
+static int read_out(st_model *m, void *dst, const void *src, uint64_t bytes, const char *what, char *err, size_t errlen) {
+    st_status s = st_dev_d2h(&m->dev, m->stream, dst, src, bytes);
     if (s == ST_OK) s = st_dev_sync(&m->dev, m->stream);
     if (s != ST_OK) {
-        snprintf(err, errlen, "reading logits: %s", st_dev_error());
+        snprintf(err, errlen, "reading %s: %s", what, st_dev_error());
         return -1;
     }
     return 0;
+}
+
+int st_model_logits(st_model *m, float *dst, char *err, size_t errlen) {
+    m = st_model_tail(m);
+    uint64_t bytes = (uint64_t)m->n_out * (uint64_t)m->hp.n_vocab * sizeof(float);
+    return read_out(m, dst, m->w.logits, bytes, "logits", err, errlen);
+}
+
+int st_model_hidden(st_model *m, int32_t n, float *dst, char *err, size_t errlen) {
+    /* forward_ops leaves the output norm of every batch row in the last stage's w.cur: [n][E] */
+    m = st_model_tail(m);
+    uint64_t bytes = (uint64_t)n * (uint64_t)m->hp.n_embd * sizeof(float);
+    return read_out(m, dst, m->w.cur, bytes, "hidden states", err, errlen);
 }
 
 static int topk_common(st_model *m, int32_t k, int32_t *ids, float *vals, char *err, size_t errlen) {

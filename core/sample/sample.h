@@ -73,10 +73,14 @@ typedef struct st_sampler_constraint {
     void (*accept)(void *user, int32_t token);            /* token was chosen */
     void (*free_user)(void *user);                        /* called by st_sampler_free (may be NULL) */
     void *user;
+    const char *(*error)(void *user);                     /* why nothing could be allowed (may be NULL) */
 } st_sampler_constraint;
 
 /* Attach a constraint (copied; the sampler owns user from now on). */
 void st_sampler_set_constraint(st_sampler *s, const st_sampler_constraint *c);
+/* After st_sampler_sample returned -1 under a constraint: why (the constraint's words, or
+ * "no token is allowed"). */
+const char *st_sampler_error(const st_sampler *s);
 /* Logit biases added before sampling (OpenAI logit_bias: -100 bans, +100 all but forces).
  * Out-of-range ids are ignored. 0, or -1 when out of memory. */
 int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, int32_t n);

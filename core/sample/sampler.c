@@ -141,6 +141,11 @@ int st_sampler_set_bias(st_sampler *s, const int32_t *ids, const float *bias, in
 
 uint64_t st_sampler_masked_steps(const st_sampler *s) { return s->masked; }
 
+const char *st_sampler_error(const st_sampler *s) {
+    const char *e = s->has_con && s->con.error ? s->con.error(s->con.user) : NULL;
+    return e ? e : "no token is allowed";
+}
+
 void st_sampler_set_logprobs(st_sampler *s, int32_t n_top) {
     s->lp_top = n_top < 0 ? -1 : n_top > ST_LOGPROBS_MAX ? ST_LOGPROBS_MAX : n_top;
 }

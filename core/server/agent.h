@@ -26,7 +26,7 @@ typedef struct st_agent_req {
     float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs; /* logprobs / top_logprobs (completions: logprobs N) */
-    int n;                  /* choices (1..ST_AGENT_MAX_N; more than 1 only without streaming) */
+    int n;                  /* choices (1..ST_AGENT_MAX_N) */
     char *tools_json;       /* the tools (owned) when tool_choice asks for a call */
     int echo;               /* completions: the prompt starts the text */
 } st_agent_req;
@@ -89,19 +89,36 @@ void st_resp_stream_free(st_resp_stream *r);
 void st_resp_stream_feed(st_resp_stream *r, const char *chunk_json, char **out);
 
 /* ---- forcing a tool call (server/tools_grammar.c) -------------------------------------------- */
-enum { ST_TOOL_SYNTAX_NONE = 0, ST_TOOL_SYNTAX_HERMES_JSON = 1, ST_TOOL_SYNTAX_HERMES_JSON_THINK = 2 /* may think first */ };
+enum {
+    ST_TOOL_SYNTAX_NONE = 0,
+    ST_TOOL_SYNTAX_HERMES_JSON = 1,       /* <tool_call>\n{"name": N, "arguments": A}\n</tool_call> */
+    ST_TOOL_SYNTAX_HERMES_JSON_THINK = 2, /* the same; a <think> block may come first */
+    ST_TOOL_SYNTAX_HARMONY = 3,           /* <|channel|>commentary to=functions.N <|constrain|>json<|message|>A */
+    ST_TOOL_SYNTAX_DEEPSEEK = 4,          /* V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>A<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
+    ST_TOOL_SYNTAX_DEEPSEEK_V3 = 5,       /* V3: ...<｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\nA\n```<｜tool▁call▁end｜>... */
+    ST_TOOL_SYNTAX_MISTRAL = 6,           /* [TOOL_CALLS][{"name": N, "arguments": A}, ...] */
+    ST_TOOL_SYNTAX_MISTRAL_ARGS = 7       /* [TOOL_CALLS]N[ARGS]A (repeated) */
+};
 /* The call syntax a chat template teaches (ST_TOOL_SYNTAX_NONE when not one we can force). */
 int st_tool_syntax_of_template(const char *jinja);
+/* A marker's token id in the model's vocabulary, or -1 when no single token spells it. */
+typedef int32_t (*st_tool_mark_fn)(const void *u, const char *text);
 /* tool_choice "required" or a named function: a->grammar makes the output one call (or several
- * with parallel_tool_calls) in the template's syntax, each with arguments valid for its schema;
- * an optional <think> block may come first. Nothing when the syntax is unknown, the request
- * has its own grammar, or tool_choice is auto/none. -1 with *err for a schema that cannot be
- * turned into a grammar (400). */
-int st_agent_force_tools(st_agent_req *a, int syntax, struct st_oai_error *err);
+ * with parallel_tool_calls, where the syntax has them) in the template's syntax, each with
+ * arguments valid for its schema; a <think> block (Hermes) or a harmony analysis message may
+ * come first. A marker that is one token of the vocabulary (mark(u, text) >= 0: <|channel|>,
+ * <｜tool▁sep｜>, [TOOL_CALLS], ...) is required as that token (<[id]> in the grammar, never
+ * spelled out in text), else as text. Nothing when the syntax is unknown, the request has its
+ * own grammar, or tool_choice is auto/none. -1 with *err for a schema that cannot be turned
+ * into a grammar (400). */
+int st_agent_force_tools(st_agent_req *a, int syntax, st_tool_mark_fn mark, const void *u, struct st_oai_error *err);
 
 /* ---- n > 1 and echo (server/agent_choices.c) ------------------------------------------------ */
-/* The request's n when it asks for several choices without streaming (2..ST_AGENT_MAX_N), else 1. */
+/* The request's n when it asks for several choices (2..ST_AGENT_MAX_N), else 1. */
 int st_agent_peek_n(const char *body, size_t len);
+/* A streamed chunk of choice `index` of n > 1: its choices' index set (json freed; the new
+ * JSON, or json itself when it has no choices). */
+char *st_agent_chunk_index(char *json, int index);
 /* One response JSON with the choices of json[0..n) (indexes 0..n-1, usage summed over the
  * completions, the prompt counted once). Malloc'ed; the inputs are not freed. */
 char *st_agent_merge_choices(char *const *json, int n);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* n > 1 (one generation per choice, run one after the other on the same connection: each
- * reuses the prompt's KV through the engine's prefix cache) and echo for completions. */
+ * reuses the prompt's KV through the engine's prefix cache; streamed, each choice's chunks
+ * carry its index) and echo for completions. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,6 @@ int st_agent_peek_n(const char *body, size_t len) {
     int r = cJSON_IsNumber(n) && n->valuedouble >= 2 && n->valuedouble <= ST_AGENT_MAX_N && n->valuedouble == (int)n->valuedouble
                 ? (int)n->valuedouble
                 : 1;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stream"))) r = 1; /* refused by the parser */
     cJSON_Delete(o);
     return r;
 }
@@ -49,6 +49,21 @@ char *st_agent_merge_choices(char *const *json, int n) {
     }
     char *s = cJSON_PrintUnformatted(base);
     cJSON_Delete(base);
+    return s;
+}
+
+char *st_agent_chunk_index(char *json, int index) {
+    cJSON *o = json ? cJSON_Parse(json) : NULL, *c;
+    cJSON *choices = o ? cJSON_GetObjectItemCaseSensitive(o, "choices") : NULL;
+    if (!cJSON_GetArraySize(choices)) {
+        cJSON_Delete(o);
+        return json;
+    }
+    cJSON_ArrayForEach(c, choices) cJSON_ReplaceItemInObjectCaseSensitive(c, "index", cJSON_CreateNumber(index));
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s) return json;
+    free(json);
     return s;
 }
 

@@ -110,8 +110,9 @@ static int parse_structured(const cJSON *root, st_agent_req *a, st_oai_error *er
     }
     if (!a->grammar) return 0;
     st_grammar *c = st_grammar_parse(a->grammar, msg, sizeof msg);
-    if (!c) return st_oai_error_set(err, 400, NULL, "invalid_grammar", g && cJSON_IsString(g) ? "grammar" : "response_format", "invalid grammar: %s", msg);
+    int bad = !c || st_grammar_check(c, msg, sizeof msg); /* too ambiguous to match within bounds */
     st_grammar_free(c);
+    if (bad) return st_oai_error_set(err, 400, NULL, "invalid_grammar", g && cJSON_IsString(g) ? "grammar" : "response_format", "invalid grammar: %s", msg);
     return 0;
 }
 
@@ -189,8 +190,6 @@ int st_agent_parse(const cJSON *root, int chat, st_agent_req *a, st_oai_error *e
     if (parse_structured(root, a, err) || parse_bias(root, a, err) || parse_logprobs(root, chat, a, err)) return -1;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"), *echo = cJSON_GetObjectItemCaseSensitive(root, "echo");
     a->n = cJSON_IsNumber(n) ? (int)n->valuedouble : 1;
-    if (a->n > 1 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream")))
-        return st_oai_error_set(err, 400, NULL, "unsupported_parameter", "n", "n > 1 is supported without streaming only, for now");
     if (echo && !cJSON_IsNull(echo) && !cJSON_IsBool(echo))
         return st_oai_error_set(err, 400, NULL, "invalid_type", "echo", "'echo' must be a boolean");
     a->echo = !chat && cJSON_IsTrue(echo);

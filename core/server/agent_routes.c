@@ -3,7 +3,8 @@
  *   POST /apply-template  {"messages": [...], "tools": [...]} -> {"prompt": "..."}
  *   POST /tokenize        {"content": "...", "add_special": false, "with_pieces": false} -> {"tokens": [...]}
  *   POST /detokenize      {"tokens": [...]} -> {"content": "..."}
- *   GET  /props           the chat template, BOS/EOS, slots and context */
+ *   GET  /props           the chat template, BOS/EOS, slots and context
+ *   GET  /slots           each slot's request and progress (server/agent_slots.c) */
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -15,13 +16,7 @@
 #include "server/openai.h"
 #include "template/chat_jinja.h"
 
-static enum MHD_Result reply(struct MHD_Connection *c, int status, cJSON *o) {
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    enum MHD_Result ok = st_http_send(c, status, "application/json", s ? s : "{}", NULL, NULL);
-    free(s);
-    return ok;
-}
+static enum MHD_Result reply(struct MHD_Connection *c, int status, cJSON *o) { return st_http_send_json(c, status, o); }
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, const st_oai_error *e) {
     char *j = st_oai_error_json(e);
@@ -126,43 +121,28 @@ static enum MHD_Result props(st_front *f, struct MHD_Connection *c) {
     return reply(c, 200, o);
 }
 
-/* /v1/embeddings: pooled hidden states need a model with a pooling type; generative models
- * have none, which is said plainly. */
-static enum MHD_Result embeddings(st_front *f, struct MHD_Connection *c) {
-    const char *arch = NULL;
-    char key[160];
-    uint32_t pooling = 0;
-    st_oai_error e;
-    if (st_gguf_get_str(f->gguf, "general.architecture", &arch, NULL) != ST_GGUF_OK) arch = "";
-    snprintf(key, sizeof key, "%s.pooling_type", arch);
-    if (st_gguf_get_u32(f->gguf, key, &pooling) != ST_GGUF_OK || pooling == 0) {
-        st_oai_error_set(&e, 400, NULL, "model_not_embedding", "model",
-                         "'%s' has no pooling type (%s is absent or none): it is a generative model and gives no embeddings; "
-                         "serve an embedding model for /v1/embeddings", f->model_id, key);
-        return reply_error(c, &e);
-    }
-    st_oai_error_set(&e, 501, "server_error", "not_implemented", NULL, "embeddings of pooling models are not implemented yet");
-    return reply_error(c, &e);
-}
-
 int st_agent_is_route(const char *url) {
     return !strcmp(url, "/v1/embeddings") || !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") ||
-           !strcmp(url, "/detokenize") || !strcmp(url, "/props");
+           !strcmp(url, "/detokenize") || !strcmp(url, "/props") || !strcmp(url, "/slots");
 }
 
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res) {
     int post = !strcmp(method, "POST");
-    if (!strcmp(url, "/v1/embeddings")) {
-        *res = embeddings(f, c);
+    if (!strcmp(url, "/v1/embeddings")) { /* a POST goes to st_agent_embeddings (server/http.c) */
+        *res = bad(c, NULL, "use POST");
         return 1;
     }
     int known = !strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-                !strcmp(url, "/props");
+                !strcmp(url, "/props") || !strcmp(url, "/slots");
     if (!known) return 0;
     /* the API key was checked on the headers (server/http.c) */
     if (!strcmp(url, "/props")) {
         *res = props(f, c);
+        return 1;
+    }
+    if (!strcmp(url, "/slots")) {
+        *res = post ? bad(c, NULL, "use GET") : st_agent_slots(f, c);
         return 1;
     }
     if (!post) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The utility endpoints of llama-server (/apply-template, /tokenize, /detokenize, /props),
+/* The utility endpoints of llama-server (/apply-template, /tokenize, /detokenize, /props,
+ * /slots),
  * answered by the front (server/agent_routes.c). */
 #ifndef STRATA_SERVER_AGENT_ROUTES_H
 #define STRATA_SERVER_AGENT_ROUTES_H
@@ -14,6 +15,9 @@ int st_agent_is_route(const char *url);
  * was checked on the headers (server/http.c); the route checks the method. */
 int st_agent_route(st_front *f, struct MHD_Connection *c, const char *url, const char *method, const char *body,
                    size_t n, enum MHD_Result *res);
+
+/* GET /slots: each slot's request and progress (server/agent_slots.c). */
+enum MHD_Result st_agent_slots(st_front *f, struct MHD_Connection *c);
 
 /* CORS (--cors ORIGINS: "*" or a comma-separated list; NULL = off): set once at start. */
 void st_agent_cors_set(const char *origins);

@@ -74,7 +74,7 @@ void st_front_last_log(st_front *f, char *buf, size_t n) {
     pthread_mutex_unlock(&f->mu);
 }
 
-static st_req *find_req(st_front *f, uint64_t id) {
+st_req *st_front_find_req(st_front *f, uint64_t id) {
     for (st_req *r = f->reqs; r; r = r->next)
         if (r->id == id) return r;
     return NULL;
@@ -97,6 +97,7 @@ void st_req_unref(st_req *r) {
         pthread_cond_destroy(&r->cv);
         free(r->toks);
         free(r->lps);
+        free(r->embd);
         free(r);
     }
 }
@@ -112,9 +113,9 @@ void st_req_fail(st_req *r, int status, const char *code, const char *msg) {
     pthread_mutex_unlock(&r->mu);
 }
 
-void st_front_on_event(st_front *f, const st_engine_event *ev) {
+void st_front_on_event(st_front *f, const st_engine_event *ev, size_t len) {
     pthread_mutex_lock(&f->mu);
-    st_req *r = find_req(f, ev->id);
+    st_req *r = st_front_find_req(f, ev->id);
     if (r && ev->kind == ST_EV_DONE) unlink_req(f, r);
     if (ev->kind == ST_EV_DONE) {
         f->m_gen_tokens += (uint64_t)ev->n_gen;
@@ -141,7 +142,18 @@ void st_front_on_event(st_front *f, const st_engine_event *ev) {
     } else {
         r->done = 1;
         r->done_ev = *ev;
-        if (ev->finish == ST_FINISH_ERROR) {
+        r->done_ev.embd = NULL; /* the engine's pointer: the vector came after the event */
+        size_t ne = ev->n_embd > 0 ? (size_t)ev->n_embd : 0;
+        if (ne && len == sizeof *ev + ne * sizeof(float) && (r->embd = malloc(ne * sizeof(float)))) {
+            memcpy(r->embd, (const char *)ev + sizeof *ev, ne * sizeof(float));
+            r->n_embd = ev->n_embd;
+        }
+        if (ev->finish == ST_FINISH_ERROR && !strncmp(ev->msg, "grammar: ", 9)) { /* the request's grammar, not the engine */
+            r->failed = 1;
+            r->fail_status = 400;
+            snprintf(r->fail_code, sizeof r->fail_code, "invalid_grammar");
+            copy_str(r->fail_msg, sizeof r->fail_msg, ev->msg);
+        } else if (ev->finish == ST_FINISH_ERROR) {
             r->failed = 1;
             r->fail_status = 500;
             snprintf(r->fail_code, sizeof r->fail_code, "engine_error");
@@ -210,6 +222,9 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
         return NULL;
     }
     r->refs = 2;
+    r->sp = *sp;
+    r->n_prompt = n;
+    r->max_tokens = max_tokens;
     pthread_mutex_lock(&f->mu);
     int32_t n_vocab = f->ready.n_vocab, bad = -1;
     for (int32_t i = 0; f->state == ST_ENGINE_READY && n_vocab > 0 && i < n && bad < 0; i++)
@@ -246,6 +261,7 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
     m.n_bias = x ? x->n_bias : 0;
     m.want_logprobs = x ? x->want_logprobs : 0;
     m.top_logprobs = x ? x->top_logprobs : 0;
+    m.pooling = x ? x->pooling : 0;
     /* a failed send means the engine died: the reader fails the request */
     send_frame(f, 0, ST_MSG_SUBMIT, &m, sizeof m, body, nbody);
     free(body);
@@ -254,7 +270,7 @@ st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_
 
 void st_front_cancel(st_front *f, st_req *r) {
     pthread_mutex_lock(&f->mu);
-    int live = find_req(f, r->id) != NULL;
+    int live = st_front_find_req(f, r->id) != NULL;
     pthread_mutex_unlock(&f->mu);
     if (live) send_frame(f, 0, ST_MSG_CANCEL, &r->id, sizeof r->id, NULL, 0);
 }
@@ -390,7 +406,7 @@ static void print_listening(const st_front *f) {
             "stall timeout %g s; reports in %s)\n",
             f->model_id, f->cfg.model_path, f->jinja ? "Jinja from " : "", f->jinja ? f->jinja_origin : "",
             f->jinja ? "" : st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
-            f->cfg.host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
+            f->listen_host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
             f->cfg.queue_max, f->cfg.stall_timeout, st_front_report_dir(f));
 }
 

@@ -37,7 +37,12 @@ typedef struct st_req {
     struct st_req *next;
     st_token_logprobs *lps; /* [cap] per token when the request asked for logprobs (else NULL) */
     int32_t lps_cap;
+    st_sampler_params sp;   /* as submitted (for /slots) */
+    int32_t n_prompt, max_tokens;
+    float *embd;            /* an embedding request's pooled vector [n_embd] once done (else NULL) */
+    int32_t n_embd;
 } st_req;
+
 
 /* Keep token i's log probabilities (under r->mu; server/agent_front.c). */
 void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
@@ -47,6 +52,7 @@ void st_front_store_lp(st_req *r, int32_t i, const st_token_logprobs *lp);
 typedef struct st_front {
     st_serve_config cfg;
     char model_id[128];
+    char listen_host[64]; /* the address the server listens on, as a URL has it ("[::1]" for IPv6) */
     st_gguf *gguf;
     st_tokenizer *tok;
     st_chat_template tmpl;
@@ -106,7 +112,8 @@ int st_front_load_jinja(st_front *f, const char *gguf_jinja);
  * tokenizer adds BOS itself (so it is not there twice). */
 const char *st_front_prompt_text(const st_front *f, const char *prompt);
 /* Requests (front.c), shared with the supervisor. */
-void st_front_on_event(st_front *f, const st_engine_event *ev);
+/* An event frame of len bytes: the event, and an embedding's vector after it. */
+void st_front_on_event(st_front *f, const st_engine_event *ev, size_t len);
 void st_req_fail(st_req *r, int status, const char *code, const char *msg);
 void st_req_unref(st_req *r);
 const char *st_front_report_dir(const st_front *f);
@@ -139,9 +146,12 @@ typedef struct st_submit_extra {
     const float *bias_vals;
     int32_t n_bias;
     int32_t want_logprobs, top_logprobs;
+    int32_t pooling; /* ST_POOL_*: an embedding request */
 } st_submit_extra;
 st_req *st_front_submit_ex(st_front *f, const int32_t *prompt, int32_t n, int32_t max_tokens, int ignore_eos,
                            const st_sampler_params *sp, const st_submit_extra *x, int *status, char *msg, size_t msglen);
+/* The request with this id in flight, or NULL (under f->mu). */
+st_req *st_front_find_req(st_front *f, uint64_t id);
 /* Ask the engine to cancel a request (ignored when it already finished). */
 void st_front_cancel(st_front *f, st_req *r);
 /* Drop the caller's reference (the registry drops its own when the request is done). */

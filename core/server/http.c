@@ -13,6 +13,8 @@
  *    held at once (a body past it is dropped and answered 503);
  *  - the API key is checked on the headers, before any body byte is kept. */
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 
 #include "platform/platform.h"
@@ -54,6 +57,15 @@ enum MHD_Result st_http_send(struct MHD_Connection *c, int status, const char *t
     st_http_keep_alive_header(r);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
+    return ok;
+}
+
+enum MHD_Result st_http_send_json(struct MHD_Connection *c, int status, cJSON *o) {
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    enum MHD_Result ok = s ? st_http_send(c, status, "application/json", s, NULL, NULL)
+                           : st_http_fail(c, 500, "server_error", NULL, NULL, "out of memory");
+    free(s);
     return ok;
 }
 
@@ -315,6 +327,7 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
                                   const char *version, void **con_cls) {
     conn_state *cs = calloc(1, sizeof *cs);
     if (!cs) return MHD_NO;
+    cs->fd = -1;
     *con_cls = cs;
     cs->http10 = version && !strcmp(version, MHD_HTTP_VERSION_1_0);
     track_waiting(c, 0);
@@ -343,8 +356,10 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
         free(j);
         return ok;
     }
-    /* probes (/health, /metrics) need no key; the API and the utility routes do */
-    if (f->cfg.api_key && (cs->route == R_AGENT || !strncmp(url, "/v1/", 4)) &&
+    /* /health needs no key; the API and the utility routes do, and so do /metrics and /slots
+     * unless --metrics-auth open */
+    int open = cs->route == R_HEALTH || (f->cfg.metrics_open && (cs->route == R_METRICS || !strcmp(url, "/slots")));
+    if (f->cfg.api_key && !open && (cs->route == R_AGENT || cs->route == R_METRICS || !strncmp(url, "/v1/", 4)) &&
         !key_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), f->cfg.api_key))
         return st_http_fail(c, 401, "invalid_request_error", "invalid_api_key", NULL,
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");
@@ -411,6 +426,7 @@ static enum MHD_Result on_complete(st_front *f, struct MHD_Connection *c, conn_s
     switch (cs->route) {
     case R_AGENT: {
         enum MHD_Result r;
+        if (!strcmp(cs->url, "/v1/embeddings")) return st_agent_embeddings(f, c, cs); /* server/agent_embed.c */
         st_agent_route(f, c, cs->url, cs->body ? "POST" : "GET", cs->body ? cs->body : "", cs->n, &r);
         return r;
     }
@@ -446,22 +462,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cs) return on_headers(f, c, url, method, version, con_cls);
     if (*upload_size) return on_body(f, cs, upload, upload_size);
     if (cs->g) return st_http_gen_continue(f, c, cs);
+    if (cs->embed) return st_agent_embed_continue(f, c, cs);
     return on_complete(f, c, cs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
     (void)cls;
-    (void)code;
     conn_state *cs = *con_cls;
-    if (cs) {
-        st_http_gen_free(cs->g); /* a client that went away before its answer */
-        st_http_body_release(cs);
-        free(cs->choices_body);
-        for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
-        free(cs);
-    }
+    /* ended before its answer: a client that only half-closed still gets it (http_gen.c) */
+    if (cs && !(code != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN && st_http_detach(cs) == 0)) st_http_cs_free(cs);
     *con_cls = NULL;
     track_waiting(c, 1); /* keep-alive: the next request's headers have a deadline */
+}
+
+void st_http_cs_free(conn_state *cs) {
+    st_http_gen_free(cs->g); /* a client that went away before its answer */
+    st_agent_embed_free(cs->embed);
+    st_http_body_release(cs);
+    free(cs->choices_body);
+    for (int i = 0; i < 16; i++) free(cs->choice_json[i]);
+    if (cs->fd >= 0) close(cs->fd);
+    free(cs);
 }
 
 /* The library's messages: those about clients that went away (a cancelled stream, a closed
@@ -499,29 +520,67 @@ static int fit_fd_limit(st_front *f) {
     return f->cfg.max_connections;
 }
 
+/* --host: an IPv4 or IPv6 address ([brackets] allowed) or a name. A name listens on its first
+ * IPv4 address when it has one (clients of "localhost" reach 127.0.0.1 whatever order their
+ * resolver gives), else on its first IPv6 one. Fills f->listen_host ("[::1]" for IPv6); the
+ * daemon flags the family needs (IPv6; dual stack for "::", which takes IPv4 clients too). */
+static int listen_addr(st_front *f, struct sockaddr_storage *ss, unsigned *flags) {
+    char h[256];
+    const char *host = f->cfg.host;
+    size_t n = strlen(host);
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']') snprintf(h, sizeof h, "%.*s", (int)(n - 2), host + 1);
+    else snprintf(h, sizeof h, "%s", host);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL, *pick = NULL;
+    int rc = getaddrinfo(h, NULL, &hints, &res);
+    if (rc) {
+        fprintf(stderr, "strata serve: --host '%s' is not an address or a name this machine resolves (%s)\n", host, gai_strerror(rc));
+        return -1;
+    }
+    for (struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET ? !pick || pick->ai_family != AF_INET : a->ai_family == AF_INET6 && !pick) pick = a;
+    if (pick) memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+    freeaddrinfo(res);
+    if (!pick) {
+        fprintf(stderr, "strata serve: --host '%s' has no IPv4 or IPv6 address\n", host);
+        return -1;
+    }
+    char text[INET6_ADDRSTRLEN];
+    if (ss->ss_family == AF_INET) {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+        a4->sin_port = htons((uint16_t)f->cfg.port);
+        inet_ntop(AF_INET, &a4->sin_addr, text, sizeof text);
+        snprintf(f->listen_host, sizeof f->listen_host, "%s", text);
+        return 0;
+    }
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    a6->sin6_port = htons((uint16_t)f->cfg.port);
+    inet_ntop(AF_INET6, &a6->sin6_addr, text, sizeof text);
+    snprintf(f->listen_host, sizeof f->listen_host, "[%s]", text);
+    *flags |= IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+    return 0;
+}
+
 void *st_http_start(st_front *f) {
     g_front = f;
     st_agent_cors_set(f->cfg.cors);
-    struct sockaddr_in addr;
+    struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)f->cfg.port);
-    if (inet_pton(AF_INET, f->cfg.host, &addr.sin_addr) != 1) {
-        fprintf(stderr, "strata serve: --host '%s' is not an IPv4 address\n", f->cfg.host);
-        return NULL;
-    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (listen_addr(f, &addr, &flags)) return NULL;
     unsigned limit = (unsigned)fit_fd_limit(f);
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-        (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
+        flags, (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)f->cfg.max_conn_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(f->cfg.body_timeout + 0.5),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)f->cfg.http_threads,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
-    if (!d) fprintf(stderr, "strata serve: cannot listen on %s:%d (in use, or not permitted)\n", f->cfg.host, f->cfg.port);
+    if (!d) fprintf(stderr, "strata serve: cannot listen on %s:%d (in use, or not permitted)\n", f->listen_host, f->cfg.port);
     return d;
 }
 
-void st_http_stop(void *daemon) { MHD_stop_daemon(daemon); }
+void st_http_stop(void *daemon) {
+    MHD_stop_daemon(daemon);
+    st_http_detached_drain(3000); /* the answers of half-closed clients (the requests failed by now) */
+}

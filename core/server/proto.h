@@ -14,7 +14,7 @@ enum {
     ST_MSG_READY = 1,      /* engine -> front: st_msg_ready */
     ST_MSG_SUBMIT = 2,     /* front -> engine: st_msg_submit + int32 tokens[n_prompt] */
     ST_MSG_CANCEL = 3,     /* front -> engine: uint64 id */
-    ST_MSG_EVENT = 4,      /* engine -> front: st_engine_event */
+    ST_MSG_EVENT = 4,      /* engine -> front: st_engine_event (+ float embd[n_embd] for an embedding) */
     ST_MSG_REFUSED = 5,    /* engine -> front: st_msg_refused (submit not queued) */
     ST_MSG_STATS_REQ = 6,  /* front -> engine: nothing */
     ST_MSG_STATS = 7,      /* engine -> front: st_msg_stats */
@@ -24,7 +24,7 @@ enum {
 #define ST_MSG_MAX (64u << 20) /* largest payload accepted */
 
 typedef struct st_msg_ready {
-    int32_t n_ctx, n_slots, n_vocab, reserved;
+    int32_t n_ctx, n_slots, n_vocab, n_embd;
     char device[128];
     char model[128];
 } st_msg_ready;
@@ -39,6 +39,8 @@ typedef struct st_msg_submit {
     int32_t n_bias;    /* then int32 ids[n_bias] and float biases[n_bias] */
     int32_t want_logprobs; /* st_gen_request's */
     int32_t top_logprobs;
+    int32_t pooling;       /* ST_POOL_*: an embedding request */
+    int32_t reserved;
 } st_msg_submit;
 
 /* A SUBMIT payload's request (server/proto_submit.c): r points into p (the grammar copied to
@@ -53,9 +55,12 @@ typedef struct st_msg_refused {
     char msg[256];
 } st_msg_refused;
 
+#define ST_MSG_SLOTS 256 /* the most slots an engine runs (--parallel) */
 typedef struct st_msg_stats {
     st_engine_stats engine;
     int64_t kv_cells_free, kv_cells_total;
+    int32_t n_slots, reserved;            /* slot[0 .. n_slots): what each slot does (/slots) */
+    st_engine_slot slot[ST_MSG_SLOTS];
 } st_msg_stats;
 
 /* Write one frame (payload may be split in two parts, b may be NULL). Returns 0, or -1 when

@@ -38,6 +38,7 @@ int st_msg_submit_unpack(void *p, size_t len, st_gen_request *r) {
     r->sp = s->sp;
     r->want_logprobs = s->want_logprobs;
     r->top_logprobs = s->top_logprobs;
+    r->pooling = s->pooling;
     free(grammar);
     grammar = NULL;
     if (ng) {

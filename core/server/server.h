@@ -42,6 +42,7 @@ typedef struct st_serve_config {
     const char *chat_template_file; /* a Jinja chat template file (overrides the GGUF's) */
     int no_jinja;             /* use the built-in families only (--no-jinja) */
     const char *cors;         /* allowed browser origins: "*" or "https://a,https://b"; NULL = no CORS headers */
+    int metrics_open;         /* --metrics-auth open: /metrics and /slots answer without the API key */
 } st_serve_config;
 
 /* Fill defaults (everything above that has one). */

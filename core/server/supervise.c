@@ -331,7 +331,7 @@ void *st_engine_reader(void *arg) {
             pthread_mutex_lock(&f->mu);
             f->last_frame_ns = st_now_ns(); /* every frame counts as a heartbeat */
             pthread_mutex_unlock(&f->mu);
-            if (type == ST_MSG_EVENT && len == sizeof(st_engine_event)) st_front_on_event(f, p);
+            if (type == ST_MSG_EVENT && len >= sizeof(st_engine_event)) st_front_on_event(f, p, len);
             else if (type == ST_MSG_READY && len == sizeof(st_msg_ready)) on_ready(f, p);
             else if (type == ST_MSG_REFUSED && len == sizeof(st_msg_refused)) on_refused(f, p);
             else if (type == ST_MSG_STATS && len >= sizeof(st_msg_stats)) on_stats(f, p, len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/check.h"
 #include "grammar/grammar.h"
@@ -159,11 +160,154 @@ static void mutation_cases(void) {
     free(g);
 }
 
+/* ---- grammar.bounds: pathological grammars fail with a message within a time limit ---------- */
+/* CPU time of this (single-threaded) test: the bounds are on work, whatever the machine's load. */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A chain of $defs, each anyOf three times the next: 3^depth parses of one string. */
+static char *chain_schema(int depth) {
+    char *s = malloc(128 + (size_t)depth * 160), *p = s;
+    p += sprintf(p, "{\"$ref\":\"#/$defs/d0\",\"$defs\":{");
+    for (int i = 0; i < depth; i++)
+        p += sprintf(p, "\"d%d\":{\"anyOf\":[{\"$ref\":\"#/$defs/d%d\"},{\"$ref\":\"#/$defs/d%d\"},{\"$ref\":\"#/$defs/d%d\"}]},",
+                     i, i + 1, i + 1, i + 1);
+    sprintf(p, "\"d%d\":{\"type\":\"string\"}}}", depth);
+    return s;
+}
+
+/* GBNF: "s" then a chain of rules, each three alternatives of the next, ending in [lo-hi] and
+ * back to the chain's start (the start set is cheap; every byte after "s" pays 3^depth). */
+static char *chain_gbnf(int depth, const char *cls) {
+    char *s = malloc(64 + (size_t)depth * 48), *p = s;
+    p += sprintf(p, "root ::= \"s\" d0\n");
+    for (int i = 0; i < depth; i++) p += sprintf(p, "d%d ::= d%d | d%d | d%d\n", i, i + 1, i + 1, i + 1);
+    sprintf(p, "d%d ::= %s d0?\n", depth, cls);
+    return s;
+}
+
+static void bound_cases(void) {
+    char err[256] = "";
+    /* a schema whose parses multiply: refused at the start, with the reason */
+    char *js = chain_schema(25);
+    cJSON *sc = cJSON_Parse(js);
+    char *gb = st_json_schema_to_gbnf(sc, err, sizeof err);
+    CHECK(gb, "grammar.bounds: the chain schema converts: %s", err);
+    double t0 = now_s();
+    st_grammar *g = gb ? st_grammar_parse(gb, err, sizeof err) : NULL;
+    int rc = g ? st_grammar_check(g, err, sizeof err) : 0;
+    double dt = now_s() - t0;
+    CHECK(g && rc == -1 && strstr(err, "too ambiguous"), "grammar.bounds schema: check %d, '%s'", rc, err);
+    CHECK(g && !st_gmatch_new(g), "grammar.bounds schema: no matcher starts");
+    CHECK(dt < 2.0, "grammar.bounds schema: refused after %.2f s (bound 2 s)", dt);
+    printf("grammar.bounds: schema refused after %.3f s of CPU\n", dt);
+    st_grammar_free(g);
+    free(gb);
+    cJSON_Delete(sc);
+    free(js);
+    /* the same at depth 5 is fine: the bound is not met by ordinary alternatives */
+    js = chain_schema(5);
+    sc = cJSON_Parse(js);
+    gb = st_json_schema_to_gbnf(sc, err, sizeof err);
+    g = gb ? st_grammar_parse(gb, err, sizeof err) : NULL;
+    CHECK(g && st_grammar_check(g, err, sizeof err) == 0 && matches(g, "\"ok\""), "grammar.bounds: depth 5 matches: %s", err);
+    st_grammar_free(g);
+    free(gb);
+    cJSON_Delete(sc);
+    free(js);
+    /* starts fine, then one byte costs 3^20 expansions: the advance fails and says why */
+    char *text = chain_gbnf(20, "[a-z]");
+    g = st_grammar_parse(text, err, sizeof err);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    t0 = now_s();
+    int acc = m ? st_gmatch_accept(m, "s", 1) : 0;
+    dt = now_s() - t0;
+    CHECK(m && acc == -1 && st_gmatch_error(m) && strstr(st_gmatch_error(m), "65536"), "grammar.bounds advance: %d '%s'", acc,
+          m && st_gmatch_error(m) ? st_gmatch_error(m) : "(none)");
+    CHECK(dt < 1.0, "grammar.bounds advance: %.2f s (bound 1 s)", dt);
+    printf("grammar.bounds: advance refused after %.3f s of CPU\n", dt);
+    st_gmatch_free(m);
+    st_grammar_free(g);
+    free(text);
+    /* each byte within the per-byte bound (3^9), but a mask over 255 one-byte tokens needs more
+     * than the mask's: the mask is -1 and says why; a token check still works */
+    text = chain_gbnf(9, "[^\\x00]");
+    g = st_grammar_parse(text, err, sizeof err);
+    CHECK(g, "grammar.bounds mask grammar: %s", err);
+    char texts[256][2];
+    const char *tp[256];
+    for (int i = 0; i < 256; i++) texts[i][0] = (char)i, texts[i][1] = 0, tp[i] = texts[i];
+    size_t lens[256];
+    for (int i = 0; i < 256; i++) lens[i] = i ? 1 : 0;
+    st_gvocab *v = st_gvocab_new(tp, lens, NULL, 256);
+    m = g ? st_gmatch_new(g) : NULL;
+    uint8_t allowed[256];
+    if (m && v && st_gmatch_accept(m, "s", 1) == 0) {
+        CHECK(st_gmatch_token_ok(m, v, 'q'), "grammar.bounds mask: one token's check passes");
+        t0 = now_s();
+        int32_t n = st_gmatch_mask(m, v, allowed);
+        dt = now_s() - t0;
+        CHECK(n == -1 && st_gmatch_error(m) && strstr(st_gmatch_error(m), "4194304"), "grammar.bounds mask: %d '%s'", n,
+              st_gmatch_error(m) ? st_gmatch_error(m) : "(none)");
+        CHECK(dt < 5.0, "grammar.bounds mask: %.2f s (bound 5 s)", dt);
+        printf("grammar.bounds: mask refused after %.3f s of CPU\n", dt);
+    } else {
+        CHECK(0, "grammar.bounds mask: the matcher starts and takes 's'");
+    }
+    st_gmatch_free(m);
+    st_gvocab_free(v);
+    st_grammar_free(g);
+    free(text);
+}
+
+/* grammar.tokens: <[id]> names one token (a control token without text): the mask allows it
+ * exactly where the grammar names it, and text tokens never stand in for it. */
+static void token_cases(void) {
+    char err[256];
+    static char texts[310][2];
+    const char *tp[310];
+    size_t lens[310];
+    for (int i = 0; i < 310; i++) {
+        texts[i][0] = (char)(i < 256 ? i : 0);
+        tp[i] = texts[i];
+        lens[i] = i > 0 && i < 256; /* 256..309: control tokens, no text */
+    }
+    st_gvocab *v = st_gvocab_new(tp, lens, NULL, 310);
+    st_grammar *g = st_grammar_parse("root ::= <[300]> \"ab\" (<[301]> | \"c\")\n", err, sizeof err);
+    CHECK(g && v, "grammar.tokens: compiles: %s", err);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    uint8_t allowed[310];
+    if (m && v) {
+        CHECK(st_gmatch_mask(m, v, allowed) == 1 && allowed[300], "grammar.tokens: only <[300]> at the start");
+        CHECK(!st_gmatch_token_ok(m, v, 301) && !st_gmatch_token_ok(m, v, 'a'), "grammar.tokens: others refused");
+        CHECK(st_gmatch_accept_token(m, v, 300) == 0 && st_gmatch_accept_token(m, v, 'a') == 0 &&
+                  st_gmatch_accept_token(m, v, 'b') == 0,
+              "grammar.tokens: <[300]> a b accepted");
+        CHECK(st_gmatch_mask(m, v, allowed) == 2 && allowed[301] && allowed['c'], "grammar.tokens: <[301]> or c next");
+        CHECK(!st_gmatch_can_end(m) && st_gmatch_accept_token(m, v, 301) == 0 && st_gmatch_can_end(m),
+              "grammar.tokens: <[301]> ends it");
+    }
+    st_gmatch_free(m);
+    st_grammar_free(g);
+    const char *bad[] = {"root ::= <[x]>\n", "root ::= <[12\n", "root ::= <[-1]>\n"};
+    for (int i = 0; i < 3; i++) {
+        g = st_grammar_parse(bad[i], err, sizeof err);
+        CHECK(!g && strstr(err, "bad token reference"), "grammar.tokens: '%s' refused: %s", bad[i], err);
+        st_grammar_free(g);
+    }
+    st_gvocab_free(v);
+}
+
 int main(void) {
     mutation_cases();
     gbnf_cases();
     schema_cases();
     mask_cases();
+    bound_cases();
+    token_cases();
     printf("grammar: %d failures\n", g_fail);
     return g_fail ? 1 : 0;
 }

@@ -3,6 +3,8 @@
  * tree) as the correctness reference and speed rival for Strata's tests and benchmarks.
  *   llama-ref logits   -m F --tokens 1,2,3 --out F.f32 [--all] [-t N] [--ngl N]
  *   llama-ref generate -m F --tokens 1,2,3 -n N [-t N] [--ngl N]   (greedy ids on stdout)
+ *   llama-ref embed    -m F --tokens 1,2,3 --out F.f32   (the sequence's embedding, pooled as
+ *                      the model's pooling_type says, not normalized: n_embd floats)
  *   llama-ref bench    -m F [-p 512] [-n 128] [-r 3] [-t N] [--ngl N] [--ncmoe N] [--kv f16|f32]
  *                      [--parallel P]   (P sequences each get the prompt, then decode together:
  *                                        aggregate tok/s of P tokens per step)
@@ -35,6 +37,20 @@ static int parse_tokens(const char *s, llama_token **out) {
     }
     *out = t;
     return n;
+}
+
+/* A batch of the tokens of sequence 0 at positions 0..n-1; outputs on all, or on the last. */
+static struct llama_batch token_batch(const llama_token *toks, int n, int all) {
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = toks[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = all || i == n - 1;
+    }
+    b.n_tokens = n;
+    return b;
 }
 
 static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
@@ -124,26 +140,42 @@ int main(int argc, char **argv) {
     cp.flash_attn_type = flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     cp.type_k = cp.type_v = !strcmp(kv, "f16") ? GGML_TYPE_F16 : GGML_TYPE_F32;
     cp.no_perf = 1;
+    int embed = !strcmp(mode, "embed");
+    if (embed) {
+        cp.embeddings = 1;
+        cp.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED; /* the model's */
+    }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx) {
         fprintf(stderr, "llama-ref: cannot create a context\n");
         return 1;
     }
 
-    if (!strcmp(mode, "logits") || !strcmp(mode, "generate")) {
+    if (embed) {
         if (n_tok < 1) {
             fprintf(stderr, "llama-ref: --tokens is required\n");
             return 2;
         }
-        struct llama_batch b = llama_batch_init(n_tok, 0, 1);
-        for (int i = 0; i < n_tok; i++) {
-            b.token[i] = toks[i];
-            b.pos[i] = i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = all || i == n_tok - 1;
+        struct llama_batch b = token_batch(toks, n_tok, 1);
+        const float *v = llama_decode(ctx, b) ? NULL : llama_get_embeddings_seq(ctx, 0);
+        if (!v) {
+            fprintf(stderr, "llama-ref: no pooled embedding (decode failed, or the model has no pooling type)\n");
+            return 1;
         }
-        b.n_tokens = n_tok;
+        FILE *f = fopen(out_path ? out_path : "/dev/stdout", "wb");
+        if (!f) {
+            perror(out_path);
+            return 1;
+        }
+        fwrite(v, sizeof(float), (size_t)llama_model_n_embd(model), f);
+        fclose(f);
+        llama_batch_free(b);
+    } else if (!strcmp(mode, "logits") || !strcmp(mode, "generate")) {
+        if (n_tok < 1) {
+            fprintf(stderr, "llama-ref: --tokens is required\n");
+            return 2;
+        }
+        struct llama_batch b = token_batch(toks, n_tok, all);
         if (llama_decode(ctx, b)) {
             fprintf(stderr, "llama-ref: decode failed\n");
             return 1;

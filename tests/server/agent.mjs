@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { STRATA, check, finish, loadOpenAI, model, post, startServer } from './lib.mjs';
+import { STRATA, check, finish, loadOpenAI, model, post, startServer, stream } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const OpenAI = await loadOpenAI();
@@ -118,6 +118,47 @@ await check('props: template source, slots, context', async () => {
   assert.ok(j.default_generation_settings.n_ctx > 0);
 });
 
+await check('slots: each slot\'s request, parameters and progress (llama-server fields); fail_on_no_slot', async () => {
+  const idle = await (await fetch(`${srv.base}/slots`)).json();
+  assert.equal(idle.length, 2);
+  for (const [i, sl] of idle.entries()) {
+    assert.equal(sl.id, i);
+    assert.equal(sl.is_processing, false);
+    assert.equal(sl.id_task, -1);
+    assert.ok(sl.n_ctx > 0);
+    assert.equal(sl.next_token.n_decoded, 0);
+  }
+  // two long streams fill both slots; /slots is read while they run (the stream waits for it)
+  let seen = null, full = null;
+  const body = (t) => ({ prompt: 'Once upon a time', max_tokens: 4000, ignore_eos: true, stream: true, temperature: t, top_k: 7, seed: 5 });
+  const second = stream(srv, '/v1/completions', body(0.5));
+  const first = stream(srv, '/v1/completions', body(0.25), async (d, i) => {
+    if (i !== 3) return;
+    seen = await (await fetch(`${srv.base}/slots`)).json();
+    full = await fetch(`${srv.base}/slots?fail_on_no_slot=1`);
+    await full.text();
+  });
+  await Promise.all([first, second]);
+  const busy = seen.filter((sl) => sl.is_processing);
+  assert.equal(busy.length, 2, JSON.stringify(seen));
+  assert.deepEqual(busy.map((sl) => sl.params.temperature).sort(), [0.25, 0.5]);
+  for (const sl of busy) {
+    assert.ok(sl.id_task > 0);
+    assert.equal(sl.params.top_k, 7);
+    assert.equal(sl.params.n_predict, 4000);
+    assert.ok(sl.params.seed === 5);
+    assert.ok(sl.n_prompt_tokens > 0 && sl.n_prompt_tokens_processed === sl.n_prompt_tokens);
+    assert.ok(sl.next_token.n_decoded > 0 && sl.next_token.n_decoded < 4000, JSON.stringify(sl));
+    assert.equal(sl.next_token.n_remain, 4000 - sl.next_token.n_decoded);
+    assert.equal(sl.next_token.has_next_token, true);
+  }
+  assert.equal(full.status, 503, 'no idle slot: fail_on_no_slot answers 503');
+  const after = await fetch(`${srv.base}/slots?fail_on_no_slot=1`);
+  assert.equal(after.status, 200);
+  const done = await after.json();
+  assert.ok(done.every((sl) => !sl.is_processing && sl.n_cached_tokens > 0), JSON.stringify(done));
+});
+
 const schema = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer' }, sure: { type: 'boolean' } },
   required: ['answer', 'n'] };
 function valid(o) {
@@ -166,6 +207,37 @@ await check('grammar: a GBNF grammar is followed; a wrong one is a 400 saying wh
     response_format: { type: 'json_schema', json_schema: { schema: { type: 'object', properties: { a: { type: 'strin' } } } } } });
   assert.equal(s.status, 400);
   assert.match(s.json.error.message, /properties\.a: unknown type 'strin'/);
+});
+
+await check('grammar bounds: pathological grammars fail fast with a clear error (schema at the start: 400; a grammar that explodes after its first byte: 400 from the engine, streamed or not), and the server goes on', async () => {
+  // a chain of $defs, each anyOf three times the next: 3^25 parses of one string
+  const defs = {};
+  for (let i = 0; i < 25; i++) defs[`d${i}`] = { anyOf: [0, 1, 2].map(() => ({ $ref: `#/$defs/d${i + 1}` })) };
+  defs.d25 = { type: 'string' };
+  let t0 = Date.now();
+  const a = await post(srv, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 8,
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: '#/$defs/d0', $defs: defs } } } });
+  assert.ok(Date.now() - t0 < 3000, `${Date.now() - t0} ms`);
+  assert.equal(a.status, 400, a.text);
+  assert.equal(a.json.error.code, 'invalid_grammar');
+  assert.match(a.json.error.message, /too ambiguous/);
+  // "s", then 3^20 expansions for the next byte: the start is fine, the first token is not
+  let g = 'root ::= "s" d0\n';
+  for (let i = 0; i < 20; i++) g += `d${i} ::= d${i + 1} | d${i + 1} | d${i + 1}\n`;
+  g += 'd20 ::= [a-z] d0?\n';
+  for (const streamed of [false, true]) {
+    t0 = Date.now();
+    const b = await post(srv, '/v1/completions', { prompt: 'x', max_tokens: 8, grammar: g, stream: streamed });
+    assert.ok(Date.now() - t0 < 5000, `${Date.now() - t0} ms`);
+    assert.equal(b.status, 400, b.text);
+    assert.equal(b.json.error.code, 'invalid_grammar');
+    assert.match(b.json.error.message, /^grammar: the grammar is too ambiguous: following one byte takes more than 65536 rule expansions/);
+  }
+  const h = await (await fetch(`${srv.base}/health`)).json();
+  assert.equal(h.engine_restarts, 0, 'a grammar error is the request\'s, not the engine\'s');
+  const ok = await post(srv, '/v1/completions', { prompt: 'x', max_tokens: 3, grammar: 'root ::= "ok"' });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.json.choices[0].text, 'ok');
 });
 
 await check('logit_bias: +100 on one token makes a greedy decode repeat it; a bad key is a 400', async () => {
@@ -245,7 +317,7 @@ await check('logprobs: chat (openai client) and completions; values are log prob
   assert.equal(bad.json.error.param, 'top_logprobs');
 });
 
-await check('n=3 (openai client): three choices, indexed, usage summed; n>1 streamed is a 400', async () => {
+await check('n=3 (openai client): three choices, indexed, usage summed', async () => {
   const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], n: 3, max_tokens: 5,
     temperature: 1, seed: 11 });
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
@@ -254,9 +326,34 @@ await check('n=3 (openai client): three choices, indexed, usage summed; n>1 stre
   const c = await client.completions.create({ model: 'tiny', prompt: 'hello', n: 2, max_tokens: 3, temperature: 0 });
   assert.equal(c.choices.length, 2);
   assert.equal(c.choices[0].text, c.choices[1].text, 'greedy choices agree');
-  const s = await post(srv, '/v1/chat/completions', { messages: convo, max_tokens: 2, n: 2, stream: true });
-  assert.equal(s.status, 400);
-  assert.equal(s.json.error.param, 'n');
+});
+
+await check('n=3 streamed (openai client, chat and completions): chunks indexed, each choice ends, the same texts as unstreamed, usage summed', async () => {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const whole = await client.chat.completions.create({ model: 'tiny', messages, n: 3, max_tokens: 6, temperature: 1, seed: 21 });
+  const s = await client.chat.completions.create({ model: 'tiny', messages, n: 3, max_tokens: 6, temperature: 1, seed: 21,
+    stream: true, stream_options: { include_usage: true } });
+  const text = ['', '', ''], fin = [null, null, null], roles = [0, 0, 0];
+  let usage = null, ids = new Set();
+  for await (const ch of s) {
+    ids.add(ch.id);
+    if (ch.usage) usage = ch.usage;
+    for (const c of ch.choices) {
+      text[c.index] += c.delta.content || '';
+      if (c.delta.role) roles[c.index]++;
+      if (c.finish_reason) fin[c.index] = c.finish_reason;
+    }
+  }
+  assert.equal(ids.size, 1, 'one id for the whole stream');
+  assert.deepEqual(fin, ['length', 'length', 'length']);
+  assert.deepEqual(roles, [1, 1, 1]);
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content));
+  assert.equal(usage.completion_tokens, 18);
+  const cs = await client.completions.create({ model: 'tiny', prompt: 'Once', n: 2, max_tokens: 4, temperature: 1, seed: 3, stream: true });
+  const ct = ['', ''];
+  for await (const ch of cs) for (const c of ch.choices) ct[c.index] += c.text;
+  const cw = await client.completions.create({ model: 'tiny', prompt: 'Once', n: 2, max_tokens: 4, temperature: 1, seed: 3 });
+  assert.deepEqual(ct, cw.choices.map((c) => c.text));
 });
 
 await check('echo (completions): the prompt starts the text, streamed and not', async () => {

@@ -19,6 +19,7 @@ const srv = await startServer({ modelPath: model('tiny'), name: 'edges',
   args: ['--api-key-file', keyFile, '--alias', ALIAS, '--max-body', '2000000', '--max-buffered', '8000000',
     '--parallel', '1', '--queue', '1', '--ctx', '256'] });
 const auth = { authorization: `Bearer ${KEY}` };
+srv.headers = auth; // /metrics needs the key too
 const rss = (pid, key) => Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${key}:\\s+(\\d+)`))[1]);
 
 // n connections that each send headers and a body of `size` bytes; resolves to the statuses
@@ -56,9 +57,28 @@ await check('bodies held at once are capped (--max-buffered): 503 server_busy pa
   console.log(`     60 x 1 MB authenticated bodies: ${JSON.stringify(counts)}; peak RSS grew ${grew.toFixed(1)} MiB`);
   assert.ok((counts[400] || 0) > 0, 'bodies within the cap were read (and refused as bad JSON)');
   assert.ok(grew < 40, `peak RSS grew ${grew} MiB`);
-  const h = await fetch(`${srv.base}/metrics`);
+  const h = await fetch(`${srv.base}/metrics`, { headers: auth });
   const m = await h.text();
   assert.match(m, /strata_http_buffered_bytes 0\n/, 'nothing stays buffered');
+});
+
+await check('/metrics and /slots need the key (as in llama-server); --metrics-auth open opens them, not the API', async () => {
+  for (const route of ['/metrics', '/slots']) {
+    assert.equal((await fetch(`${srv.base}${route}`)).status, 401, route);
+    assert.equal((await fetch(`${srv.base}${route}`, { headers: auth })).status, 200, route);
+  }
+  assert.equal((await fetch(`${srv.base}/health`)).status, 200, '/health stays open');
+  const open = await startServer({ modelPath: model('tiny'), name: 'edges-open',
+    args: ['--api-key', 'sk-open', '--metrics-auth', 'open'] });
+  try {
+    assert.equal((await fetch(`${open.base}/metrics`)).status, 200);
+    assert.equal((await fetch(`${open.base}/slots`)).status, 200);
+    assert.equal((await fetch(`${open.base}/props`)).status, 401, 'the other utility routes keep the key');
+    assert.equal((await post(open, '/v1/completions', { prompt: 'x', max_tokens: 1 })).status, 401);
+  } finally { await open.stop(); }
+  const bad = await runToExit(['serve', '-m', model('tiny'), '--port', String(await freePort()), '--metrics-auth', 'maybe']);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.log, /--metrics-auth wants key or open/);
 });
 
 await check('key from a file, "bearer" in any case; STRATA_API_KEY', async () => {

@@ -41,6 +41,11 @@ await check('missing API key -> 401', async () => {
   await assert.rejects(bad.chat.completions.create(good), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
   assertError(await post(srv, '/v1/chat/completions', good, { authorization: `Basic ${KEY}` }), 401);
   assertError(await post(srv, '/v1/chat/completions', good, { authorization: `Bearer ${KEY}x` }), 401);
+  // /slots shows every request's parameters: behind the key too
+  assert.equal((await fetch(`${srv.base}/slots`)).status, 401);
+  const sl = await fetch(`${srv.base}/slots`, { headers: auth });
+  assert.equal(sl.status, 200);
+  assert.equal((await sl.json()).length, 2);
   await stillHealthy();
 });
 
@@ -136,9 +141,10 @@ await check('garbage on the socket and a half-sent request do not hurt', async (
   await stillHealthy();
 });
 
-await check('metrics and health need no key; models does', async () => {
+await check('health needs no key; metrics and models do', async () => {
   assert.equal((await fetch(`${srv.base}/health`)).status, 200);
-  assert.equal((await fetch(`${srv.base}/metrics`)).status, 200);
+  assert.equal((await fetch(`${srv.base}/metrics`)).status, 401);
+  assert.equal((await fetch(`${srv.base}/metrics`, { headers: auth })).status, 200);
   assert.equal((await fetch(`${srv.base}/v1/models`)).status, 401);
   const list = await client.models.list();
   assert.equal(list.data[0].id, 'tiny-alias');

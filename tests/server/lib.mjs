@@ -47,13 +47,14 @@ export async function freePort() {
   });
 }
 
-// Start a server; resolves once /health answers 200. `log` collects its stderr.
-export async function startServer({ modelPath, args = [], env = {}, name = 'server' }) {
+// Start a server; resolves once /health answers 200. `log` collects its stderr. `connect`: the
+// address the tests reach it at (a --host in args may need another than 127.0.0.1).
+export async function startServer({ modelPath, args = [], env = {}, name = 'server', connect = '127.0.0.1' }) {
   const port = await freePort();
   const argv = ['serve', '-m', modelPath, '--port', String(port), ...args];
   const proc = spawn(STRATA, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const srv = {
-    port, proc, base: `http://127.0.0.1:${port}`, log: '', exited: null,
+    port, proc, base: `http://${connect}:${port}`, log: '', exited: null,
     logFile: path.join(DIR, `${name}.log`),
   };
   const out = fs.createWriteStream(srv.logFile);
@@ -89,11 +90,12 @@ export async function waitHealthy(srv, timeoutMs = 20000) {
   }
 }
 
-// /metrics as {name: value}; waits for fresh engine figures (the engine answers between steps)
+// /metrics as {name: value}; waits for fresh engine figures (the engine answers between steps).
+// srv.headers (e.g. the API key) go with the request.
 export async function metrics(srv, timeoutMs = 20000) {
   const t0 = Date.now();
   for (;;) {
-    const r = await fetch(`${srv.base}/metrics`);
+    const r = await fetch(`${srv.base}/metrics`, { headers: srv.headers || {} });
     const text = await r.text();
     const m = {};
     for (const line of text.split('\n')) {
@@ -214,7 +216,30 @@ function ggufWalk(buf) {
     tensors[name] = { nameAt, dimsAt: o, nd };
     o += 8 * nd + 4 + 8;
   }
-  return { kv, tensors };
+  return { kv, tensors, end: o };
+}
+
+// A copy of a GGUF with u32 keys added ({key: value}): the keys go first in the metadata and
+// the tensor data moves to the next aligned offset (tensor offsets are relative to it).
+export function modelWithKeys(src, dst, keys) {
+  const buf = fs.readFileSync(src);
+  const { kv, end } = ggufWalk(buf);
+  const align = kv['general.alignment'] ? buf.readUInt32LE(kv['general.alignment'].at) : 32;
+  const parts = Object.entries(keys).map(([k, v]) => {
+    const b = Buffer.alloc(8 + Buffer.byteLength(k) + 8);
+    b.writeBigUInt64LE(BigInt(Buffer.byteLength(k)), 0);
+    b.write(k, 8, 'utf8');
+    b.writeUInt32LE(4, 8 + Buffer.byteLength(k)); // GGUF type 4: uint32
+    b.writeUInt32LE(v, 12 + Buffer.byteLength(k));
+    return b;
+  });
+  const head = Buffer.from(buf.subarray(0, 24));
+  head.writeBigUInt64LE(buf.readBigUInt64LE(16) + BigInt(parts.length), 16);
+  const meta = Buffer.concat([head, ...parts, buf.subarray(24, end)]);
+  const pad = (align - (meta.length % align)) % align;
+  const dataAt = Math.ceil(end / align) * align;
+  fs.writeFileSync(dst, Buffer.concat([meta, Buffer.alloc(pad), buf.subarray(dataAt)]));
+  return dst;
 }
 
 // patches: { u32: {key: value}, dims: {tensor: [ne0, ne1, ...]}, rename: {tensor: sameLengthName} }

@@ -11,6 +11,7 @@
 #include "server/agent.h"
 #include "server/openai.h"
 #include "server/tools.h"
+#include "grammar/grammar.h"
 
 static int g_fail;
 
@@ -242,6 +243,145 @@ static void check_prefixes(void) {
     CHECK(runs > 500 && ok == runs, "server.tools prefixes: %d of %d parsed", ok, runs);
 }
 
+/* ---- forced calls (core/server/tools_grammar.c) over a vocabulary with control tokens ------- */
+#define DS(x) "<\xef\xbd\x9c" x "\xef\xbd\x9c>" /* DeepSeek's full-width bars */
+#define SP "\xe2\x96\x81"                      /* and its word separator */
+static const char *const k_marks[] = {"<|channel|>", "<|constrain|>", "<|message|>", "<|end|>", "<|start|>",
+                                      DS("tool" SP "calls" SP "begin"), DS("tool" SP "calls" SP "end"),
+                                      DS("tool" SP "call" SP "begin"), DS("tool" SP "call" SP "end"), DS("tool" SP "sep"),
+                                      "[TOOL_CALLS]", "[ARGS]"};
+#define N_MARKS (int)(sizeof k_marks / sizeof k_marks[0])
+#define MARK0 1000 /* control tokens: 1000 + index in k_marks; 0..255 are the bytes */
+
+static int32_t fake_mark(const void *u, const char *text) {
+    (void)u;
+    for (int i = 0; i < N_MARKS; i++)
+        if (!strcmp(text, k_marks[i])) return MARK0 + i;
+    return -1;
+}
+
+/* text as tokens: each marker as its control token, the rest byte by byte. */
+static int to_tokens(const char *text, int32_t *out, int cap) {
+    int n = 0;
+    for (const char *p = text; *p && n < cap;) {
+        int k = -1;
+        for (int i = 0; i < N_MARKS && k < 0; i++)
+            if (!strncmp(p, k_marks[i], strlen(k_marks[i]))) k = i;
+        out[n++] = k >= 0 ? MARK0 + k : (unsigned char)*p;
+        p += k >= 0 ? strlen(k_marks[k]) : 1;
+    }
+    return n;
+}
+
+typedef struct fcase {
+    const char *family, *template_text;
+    int syntax;
+    const char *output; /* a call of get_weather(city: Paris) in the family's syntax */
+} fcase;
+
+static const fcase k_forced[] = {
+    {"harmony", "<|start|>assistant<|channel|>commentary to=functions.{{ name }}", ST_TOOL_SYNTAX_HARMONY,
+     "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather "
+     "<|constrain|>json<|message|>{\"city\": \"Paris\"}"},
+    {"deepseek v3.1", DS("tool" SP "calls" SP "begin") "{{ name }}" DS("tool" SP "sep"), ST_TOOL_SYNTAX_DEEPSEEK,
+     DS("tool" SP "calls" SP "begin") DS("tool" SP "call" SP "begin") "get_weather" DS("tool" SP "sep") "{\"city\": \"Paris\"}"
+     DS("tool" SP "call" SP "end") DS("tool" SP "calls" SP "end")},
+    {"deepseek v3", DS("tool" SP "calls" SP "begin") "function" DS("tool" SP "sep") "{{ name }}", ST_TOOL_SYNTAX_DEEPSEEK_V3,
+     DS("tool" SP "calls" SP "begin") DS("tool" SP "call" SP "begin") "function" DS("tool" SP "sep") "get_weather\n```json\n"
+     "{\"city\": \"Paris\"}\n```" DS("tool" SP "call" SP "end") DS("tool" SP "calls" SP "end")},
+    {"mistral", "[TOOL_CALLS][{{ calls|tojson }}]", ST_TOOL_SYNTAX_MISTRAL,
+     "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"},
+    {"mistral [ARGS]", "[TOOL_CALLS]{{ name }}[ARGS]{{ args }}", ST_TOOL_SYNTAX_MISTRAL_ARGS,
+     "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}"},
+    {"hermes", "<tool_call>\n{{ call|tojson }}\n</tool_call>", ST_TOOL_SYNTAX_HERMES_JSON,
+     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
+};
+
+/* The forced grammar of c over the fake vocabulary (NULL on failure, reported). */
+static st_grammar *forced_grammar(const fcase *c, int choice, const char *name) {
+    st_agent_req a;
+    memset(&a, 0, sizeof a);
+    a.tool_choice = choice;
+    snprintf(a.tool_name, sizeof a.tool_name, "%s", name ? name : "");
+    a.tools_json = strdup("[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+                          "\"properties\":{\"city\":{\"enum\":[\"Paris\",\"Berlin\"]}},\"required\":[\"city\"]}}},"
+                          "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":{\"type\":\"object\"}}}]");
+    st_oai_error e;
+    char err[256] = "";
+    int rc = st_agent_force_tools(&a, c->syntax, fake_mark, NULL, &e);
+    st_grammar *g = rc == 0 && a.grammar ? st_grammar_parse(a.grammar, err, sizeof err) : NULL;
+    CHECK(g, "server.tools forced %s: grammar (%d): %s\n%s", c->family, rc, err, a.grammar ? a.grammar : e.message);
+    free(a.grammar);
+    free(a.tools_json);
+    return g;
+}
+
+/* Accepts the tokens of text from the start; the index of the first refused one, or -1. */
+static int feed(st_gmatch *m, const st_gvocab *v, const char *text) {
+    int32_t t[512];
+    int n = to_tokens(text, t, 512);
+    for (int i = 0; i < n; i++)
+        if (!st_gmatch_token_ok(m, v, t[i]) || st_gmatch_accept_token(m, v, t[i])) return i;
+    return -1;
+}
+
+static void check_forced_case(const fcase *c, const st_gvocab *v) {
+    CHECK(st_tool_syntax_of_template(c->template_text) == c->syntax, "server.tools forced %s: syntax %d, want %d", c->family,
+          st_tool_syntax_of_template(c->template_text), c->syntax);
+    st_grammar *g = forced_grammar(c, ST_TOOL_CHOICE_REQUIRED, NULL);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    if (!m) goto done;
+    int32_t first[4] = {0};
+    to_tokens(c->output, first, 1);
+    uint8_t allowed[MARK0 + N_MARKS];
+    int32_t n = st_gmatch_mask(m, v, allowed);
+    int marker = first[0] >= MARK0;
+    CHECK(allowed[first[0]] && (!marker || n == 1), "server.tools forced %s: the first token %d allowed alone (%d allowed)",
+          c->family, first[0], n);
+    if (marker) CHECK(!allowed[(unsigned char)k_marks[first[0] - MARK0][0]], "server.tools forced %s: the marker is not spelled", c->family);
+    int bad = feed(m, v, c->output);
+    CHECK(bad < 0 && st_gmatch_can_end(m), "server.tools forced %s: the call refused at token %d", c->family, bad);
+    st_gmatch_free(m);
+    /* the parser reads the same call back from the text (control tokens rendered) */
+    st_tool_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(st_tools_parse(c->output, &r) == 0 && r.n_calls == 1 && !strcmp(r.calls[0].name, "get_weather") &&
+              !strcmp(r.calls[0].arguments, "{\"city\":\"Paris\"}"),
+          "server.tools forced %s: parsed %d calls (%s %s)", c->family, r.n_calls, r.n_calls ? r.calls[0].name : "",
+          r.n_calls ? r.calls[0].arguments : "");
+    st_tool_result_free(&r);
+    /* a wrong tool name or argument is refused; so is the named choice of the other tool */
+    char wrong[600];
+    snprintf(wrong, sizeof wrong, "%s", c->output);
+    char *at = strstr(wrong, "Paris");
+    if (at) memcpy(at, "Pares", 5);
+    m = st_gmatch_new(g);
+    CHECK(m && feed(m, v, wrong) >= 0, "server.tools forced %s: an argument outside the schema is refused", c->family);
+    st_gmatch_free(m);
+    st_grammar_free(g);
+    g = forced_grammar(c, ST_TOOL_CHOICE_NAMED, "get_time");
+    m = g ? st_gmatch_new(g) : NULL;
+    CHECK(m && feed(m, v, c->output) >= 0, "server.tools forced %s: tool_choice get_time refuses get_weather", c->family);
+    st_gmatch_free(m);
+done:
+    st_grammar_free(g);
+}
+
+static void check_forced(void) {
+    static char bytes[256][2];
+    const char *texts[MARK0 + N_MARKS];
+    size_t lens[MARK0 + N_MARKS];
+    for (int i = 0; i < MARK0 + N_MARKS; i++) {
+        if (i < 256) bytes[i][0] = (char)i;
+        texts[i] = i < 256 ? bytes[i] : "";
+        lens[i] = i > 0 && i < 256; /* 256..: no text (control tokens and unused ids) */
+    }
+    st_gvocab *v = st_gvocab_new(texts, lens, NULL, MARK0 + N_MARKS);
+    CHECK(v, "server.tools forced: vocabulary");
+    for (size_t i = 0; v && i < sizeof k_forced / sizeof k_forced[0]; i++) check_forced_case(&k_forced[i], v);
+    st_gvocab_free(v);
+}
+
 int main(void) {
     check_prefixes();
     check_responses();
@@ -251,6 +391,7 @@ int main(void) {
     check_llama_stream();
     check_rewrite();
     check_request();
+    check_forced();
     printf("server.tools: %d failures\n", g_fail);
     return g_fail ? 1 : 0;
 }
