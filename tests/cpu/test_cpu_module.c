@@ -21,6 +21,9 @@ static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST
                                     ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,   ST_TYPE_Q3_K,
                                     ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
 #define N_WTYPES (sizeof k_wtypes / sizeof k_wtypes[0])
+/* Types the x86 modules repack into x8 groups (matrices with a multiple of 8 rows). */
+static const uint32_t k_x8types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K};
+#define N_X8TYPES (sizeof k_x8types / sizeof k_x8types[0])
 static const uint32_t k_acts[] = {ST_TYPE_F32, ST_TYPE_F16, ST_TYPE_BF16};
 
 static int is_float_type(uint32_t t) { return t == ST_TYPE_F32 || t == ST_TYPE_F16 || t == ST_TYPE_BF16; }
@@ -185,10 +188,8 @@ static void test_matmul(void) {
     /* a large-ish prefill shape to cross chunk boundaries with several threads */
     matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
     /* rows a multiple of 8: the repacked (x8 group) path, decode and prefill sizes */
-    for (int64_t n = 1; n <= 21; n += 4) {
-        matmul_case(ST_TYPE_Q4_0, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
-        matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
-    }
+    for (int64_t n = 1; n <= 21; n += 4)
+        for (size_t i = 0; i < N_X8TYPES; i++) matmul_case(k_x8types[i], ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
     matmul_case(ST_TYPE_Q8_0, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
     /* shape errors are refused with a text */
     float x[64], o[8];
@@ -208,6 +209,42 @@ static void test_matmul(void) {
     o[0] = 42.0f;
     ST_CHECK(api->ops->matmul(stream, &a) == ST_OK);
     ST_CHECK(o[0] == 42.0f);
+}
+
+/* Every type the x86 modules repack (which covers every matrix type of llama-quantize's Q4_K_M
+ * and Q5_K_M files: Q4_K, Q5_K, Q6_K, Q5_0, Q8_0) is repacked on first use: the device holds
+ * at least the matrix's bytes more afterwards; a type without x8 kernels is not. */
+static void test_repacked(void) {
+    static const uint32_t in_place[] = {ST_TYPE_Q4_1, ST_TYPE_IQ4_XS};
+    st_device_props p = {.size = sizeof p};
+    ST_CHECK(api->device_props(0, &p) == ST_OK);
+    if (p.mem_free < (3ull << 30)) { /* the module keeps max(1 GiB, 10%) of RAM free */
+        printf("note: repack checks not run: %.1f GiB free\n", (double)p.mem_free / (1 << 30));
+        return;
+    }
+    for (size_t i = 0; i < N_X8TYPES + 2; i++) {
+        uint32_t wt = i < N_X8TYPES ? k_x8types[i] : in_place[i - N_X8TYPES];
+        int64_t K = pick_k(wt), M = 40; /* a shape no other case uses: a fresh matrix */
+        void *w = make_weights(wt, M, K);
+        float *x = make_act(ST_TYPE_F32, K, 1.0f), out[40];
+        st_matmul_args a = {.size = sizeof a};
+        a.w = ct_tensor(w, wt, K, M, 1);
+        a.x = ct_tensor(x, ST_TYPE_F32, K, 1, 1);
+        a.out = ct_tensor(out, ST_TYPE_F32, M, 1, 1);
+        ST_CHECK(api->device_props(0, &p) == ST_OK);
+        uint64_t before = p.mem_used_self;
+        ST_CHECK(api->ops->matmul(stream, &a) == ST_OK);
+        ST_CHECK(api->device_props(0, &p) == ST_OK);
+        uint64_t grew = p.mem_used_self - before, src = st_row_size(wt, K) * (uint64_t)M;
+        if (i < N_X8TYPES)
+            ST_CHECK_MSG(grew >= src, "%s: %llu bytes more after the first matmul, expected a repacked copy of %llu",
+                         st_type_name(wt), (unsigned long long)grew, (unsigned long long)src);
+        else
+            ST_CHECK_MSG(grew == 0, "%s has no x8 kernels but %llu bytes were added", st_type_name(wt),
+                         (unsigned long long)grew);
+        free(w);
+        free(x);
+    }
 }
 
 /* ---------------------------------------------------------------- MOE_MATMUL */
@@ -297,6 +334,11 @@ static void test_moe_matmul(void) {
         moe_case(k_wtypes[i], 40, 4, 6, 29, 5);
         moe_case(k_wtypes[i], 48, 20, 32, 33, 6);
         moe_case(k_wtypes[i], 160, 8, 8, 64, 40);
+    }
+    /* the repacked path: one token's 8 experts (decode), then 8 tokens' (a small batch) */
+    for (size_t i = 0; i < N_X8TYPES; i++) {
+        moe_case(k_x8types[i], 8, 8, 8, 32, 1);
+        moe_case(k_x8types[i], 64, 8, 8, 32, 8);
     }
 }
 
@@ -660,6 +702,7 @@ int main(int argc, char **argv) {
 
     test_op_supported();
     test_matmul();
+    test_repacked();
     test_moe_matmul();
     test_get_rows();
     test_rowwise();
