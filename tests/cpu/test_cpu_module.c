@@ -5,6 +5,7 @@
  * of a batched MATMUL / MOE_MATMUL equals the single-row result bit for bit), equality across
  * thread counts, argument validation and that op_supported matches what runs.
  * Exit 0 = pass, 1 = failures, 77 = this CPU cannot run the module (skip). */
+#include <dirent.h>
 #include <unistd.h>
 
 #include "cpu_test_util.h"
@@ -672,6 +673,52 @@ static void test_select(void) {
     free(logits);
 }
 
+/* ---------------------------------------------------------------- pinning */
+
+/* 1 when the status file at path says its thread may run on exactly one CPU. */
+static int single_cpu(const char *path) {
+    char line[512];
+    int one = 0;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) one = !strpbrk(line + 18, ",-");
+    if (f) fclose(f);
+    return one;
+}
+
+/* Threads of this process allowed on exactly one CPU (/proc/self/task/N/status). */
+static int pinned_threads(void) {
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (e->d_name[0] != '.') n += single_cpu(path);
+    }
+    closedir(dir);
+    return n;
+}
+
+/* STRATA_CPU_PIN=1: every worker of both devices is pinned to one CPU; unset: none is (when
+ * this process may use more than one CPU; else nothing is checked). Workers pin themselves when they start, which on a
+ * busy machine can come late: wait up to 2 s. */
+static void test_pinning(int workers) {
+    const char *e = getenv("STRATA_CPU_PIN");
+    int want_pinned = e && *e == '1';
+    if (single_cpu("/proc/self/status")) return; /* the whole process runs on one CPU */
+    int n = pinned_threads();
+    for (int i = 0; i < 200 && want_pinned && n < workers; i++) {
+        usleep(10000);
+        n = pinned_threads();
+    }
+    if (want_pinned)
+        ST_CHECK_MSG(n >= workers, "STRATA_CPU_PIN=1: %d threads pinned, expected the %d workers", n, workers);
+    else
+        ST_CHECK_MSG(n == 0, "no pinning asked for, yet %d threads are pinned", n);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s <module.so> <threads>\n", argv[0]);
@@ -709,6 +756,7 @@ int main(int argc, char **argv) {
     test_rope();
     test_kv_attention();
     test_select();
+    test_pinning((int)(threads - 1) + (dev_alt ? (threads == 1 ? 2 : 0) : 0));
 
     ST_CHECK(api->stream_destroy(stream) == ST_OK);
     ST_CHECK(api->device_close(dev) == ST_OK);
