@@ -96,13 +96,18 @@ typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
  * byte 4r + e holds in bits 2c, 2c + 1 the top 2 bits of value 16g + 4c + e (c < 4). Values are
  * 0..63, meaning value - 32.
  *
+ * IQ4_XS x8: per super-block, 1104 bytes (8 x 136 + 16): d[8] (F16, 16 bytes); the 6-bit
+ * scales minus 32 as int8 sc[j][r] (64 bytes); then for each 32-value sub-block j the 4 chunks of
+ * 32 bytes of the Q4_0 x8 layout, holding level indices (st_iq4nl_values).
+ *
  * Numerics of a group dot (the same for every ISA, so the oracle is exact): for row r and
  * activation row j, acc = 0 and for each block b in order
- *     Q4_0, Q5_0, Q8_0, Q6_K: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
+ *     Q4_0, Q5_0, Q8_0, Q6_K, IQ4_XS: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
  *     Q4_K, Q5_K: acc = fmaf((float)isum, d[r] * d_x[b], acc); acc = fmaf(-(float)msum, dmin[r] * d_x[b], acc)
  * with isum the exact integer dot of the block (values - 8 for Q4_0, - 16 for Q5_0; sum over
  * sub-blocks of scale times the sub-block's dot for Q4_K/Q5_K, over 16-value groups of scale
- * times the group's dot of values - 32 for Q6_K) and msum = sum over sub-blocks of min times
+ * times the group's dot of values - 32 for Q6_K, of scale times the dot of the levels for
+ * IQ4_XS) and msum = sum over sub-blocks of min times
  * the activation's sub-block sum. The row's result does not depend on nr or on which group call
  * computed it (batch invariance). */
 /* Repack 8 rows of k elements (row r at (const char *)w + r * ws) into one x8 group at dst. */
@@ -193,10 +198,13 @@ void st_cpu_repack8_q5_k(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q5_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 void st_cpu_repack8_q6_k(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q6_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_iq4_xs(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_iq4_xs(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 #define ST_CPU_X8_Q4_0_BLOCK 144
 #define ST_CPU_X8_Q5_0_BLOCK 176
 #define ST_CPU_X8_Q5_K_BLOCK 1568
 #define ST_CPU_X8_Q6_K_BLOCK 1680
+#define ST_CPU_X8_IQ4_XS_BLOCK 1104
 #define ST_CPU_X8_Q8_0_BLOCK 272
 #define ST_CPU_X8_Q4_K_BLOCK 1312
 

@@ -267,6 +267,46 @@ static void q6_kx8_sums(const uint8_t *blk, int r, const st_block_q8_K *x, int *
 }
 
 
+/* ------------------------------------------------------------------ IQ4_XS x8 */
+
+/* Offsets inside one IQ4_XS x8 super-block (ST_CPU_X8_IQ4_XS_BLOCK bytes). */
+#define XI4_SC 16 /* int8 scales - 32 as sc[8 sub-blocks][8 rows] */
+#define XI4_QS 80 /* 8 sub-blocks x 128 bytes of nibbles (level indices) */
+
+void st_cpu_repack8_iq4_xs(int64_t k, const void *w, size_t ws, void *dst) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < k / ST_QK_K; b++, out += ST_CPU_X8_IQ4_XS_BLOCK)
+        for (int r = 0; r < 8; r++) {
+            const st_block_iq4_xs *src = (const st_block_iq4_xs *)((const char *)w + (size_t)r * ws) + b;
+            memcpy(out + 2 * r, &src->d, 2);
+            for (int ib = 0; ib < 8; ib++) {
+                out[XI4_SC + 8 * ib + r] = (uint8_t)(int8_t)(st_cpu_iq4xs_scale(src, ib) - 32);
+                uint32_t o[4];
+                interleave_nibbles(src->qs + 16 * ib, o); /* the nibble order of Q4_0's block */
+                for (int t = 0; t < 4; t++) memcpy(out + XI4_QS + 128 * ib + 32 * t + 4 * r, &o[t], 4);
+            }
+        }
+}
+
+/* isum of row r of an x8 IQ4_XS super-block with a Q8_K block: sum over sub-blocks of scale
+ * times the dot of the levels with the activations. */
+static void iq4_xsx8_sums(const uint8_t *blk, int r, const st_block_q8_K *x, int *isum, int *msum) {
+    int is = 0;
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *q = blk + XI4_QS + 128 * ib;
+        int s = 0;
+        for (int t = 0; t < 4; t++)
+            for (int e = 0; e < 4; e++) {
+                uint8_t v = q[32 * t + 4 * r + e];
+                s += st_iq4nl_values[v & 0xf] * x->qs[32 * ib + 8 * t + e] +
+                     st_iq4nl_values[v >> 4] * x->qs[32 * ib + 8 * t + 4 + e];
+            }
+        is += (int8_t)blk[XI4_SC + 8 * ib + r] * s;
+    }
+    *isum = is;
+    *msum = 0;
+}
+
 static void kx8_dot(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss,
                     size_t block_bytes, k_sums_fn sums, int has_min) {
     const int64_t nb = k / ST_QK_K;
@@ -303,6 +343,10 @@ void st_cpu_dot8_q5_k(int64_t k, const void *wp, int64_t ng, const void *x, size
 
 void st_cpu_dot8_q6_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss) {
     kx8_dot(k, wp, ng, x, xs, nr, s, ss, ST_CPU_X8_Q6_K_BLOCK, q6_kx8_sums, 0);
+}
+
+void st_cpu_dot8_iq4_xs(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss) {
+    kx8_dot(k, wp, ng, x, xs, nr, s, ss, ST_CPU_X8_IQ4_XS_BLOCK, iq4_xsx8_sums, 0);
 }
 
 /* ------------------------------------------------------------------ Q8_0 x8 */

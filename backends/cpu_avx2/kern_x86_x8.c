@@ -405,17 +405,77 @@ ST_X86_INLINE void q6_kx8_blocks(const uint8_t *grp, int64_t nb, const void *x, 
     }
 }
 
-ST_X86_INLINE void q6_kx8_groups(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, float *s, size_t ss,
-                                 const int NR) {
-    const int64_t nb = k / ST_QK_K;
-    for (int64_t g = 0; g < ng; g++) {
-        __m256 acc[4];
-        for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
-        q6_kx8_blocks((const uint8_t *)wp + (size_t)g * (size_t)nb * X6K_BLOCK, nb, x, xs, acc, NR);
-        q4_0x8_store(acc, NR, s + (size_t)(8 * g) * ss, ss);
+/* name(k, wp, ng, x, xs, s, ss, NR): every group of a K-quant type whose activations need no
+ * preparation, from its super-block loop blocks(grp, nb, x, xs, acc, NR). */
+#define X8_PLAIN_GROUPS(name, blocks, block_bytes)                                                        \
+    ST_X86_INLINE void name(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, float *s, size_t ss, \
+                            const int NR) {                                                               \
+        const int64_t nb = k / ST_QK_K;                                                                   \
+        for (int64_t g = 0; g < ng; g++) {                                                                \
+            __m256 acc[4];                                                                                \
+            for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();                                    \
+            blocks((const uint8_t *)wp + (size_t)g * (size_t)nb * (block_bytes), nb, x, xs, acc, NR);     \
+            q4_0x8_store(acc, NR, s + (size_t)(8 * g) * ss, ss);                                          \
+        }                                                                                                 \
+    }
+
+X8_PLAIN_GROUPS(q6_kx8_groups, q6_kx8_blocks, X6K_BLOCK)
+X8_DOT8(dot8_q6_k, q6_kx8_groups)
+
+/* ---------------------------------------------------------------- IQ4_XS x8 */
+
+#define XI4_BLOCK ST_CPU_X8_IQ4_XS_BLOCK
+
+/* Row sums of one sub-block's 8 chunks of signed levels v (|v| in a) against 32 activation
+ * bytes at xq: lane r is row r's dot. Products of two levels reach 2 x 127 x 127, so each
+ * chunk's 16-bit pair sums are widened at once. */
+ST_X86_INLINE __m256i iq4x8_sub_dot(const __m256i v[8], const __m256i a[8], const int8_t *xq) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        int32_t xw;
+        memcpy(&xw, xq + 4 * s, 4);
+        __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(xw), v[s]); /* x * sign(v), against |v| */
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        acc = _mm256_dpbusd_epi32(acc, a[s], xs);
+#else
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a[s], xs), _mm256_set1_epi16(1)));
+#endif
+    }
+    return acc;
+}
+
+ST_X86_INLINE void iq4x8_blocks(const uint8_t *grp, int64_t nb, const void *x, size_t xs, __m256 *acc, const int NR) {
+    const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)st_iq4nl_values));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = grp + (size_t)b * XI4_BLOCK;
+        const st_block_q8_K *xb[4];
+        __m256i sumi[4];
+        for (int j = 0; j < NR; j++) {
+            xb[j] = (const st_block_q8_K *)((const char *)x + (size_t)j * xs) + b;
+            sumi[j] = _mm256_setzero_si256();
+        }
+        for (int sb = 0; sb < 8; sb++) {
+            const uint8_t *q = blk + 80 + 128 * sb;
+            _mm_prefetch((const char *)q + 1536, _MM_HINT_T0);
+            _mm_prefetch((const char *)q + 1536 + 64, _MM_HINT_T0);
+            __m256i v[8], a[8];
+            x8_unpack32(q, v, 0);
+            for (int s = 0; s < 8; s++) {
+                v[s] = _mm256_shuffle_epi8(tab, v[s]);
+                a[s] = _mm256_abs_epi8(v[s]);
+            }
+            __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 + 8 * sb)));
+            for (int j = 0; j < NR; j++)
+                sumi[j] = _mm256_add_epi32(sumi[j], _mm256_mullo_epi32(iq4x8_sub_dot(v, a, xb[j]->qs + 32 * sb), sc));
+        }
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)blk));
+        for (int j = 0; j < NR; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, _mm256_set1_ps(xb[j]->d)), acc[j]);
     }
 }
-X8_DOT8(dot8_q6_k, q6_kx8_groups)
+
+X8_PLAIN_GROUPS(iq4x8_groups, iq4x8_blocks, XI4_BLOCK)
+X8_DOT8(dot8_iq4_xs, iq4x8_groups)
 
 static void set_x8(st_cpu_kernels *k, uint32_t t, st_cpu_repack8_fn repack, st_cpu_dot8_fn dot, uint32_t block_bytes) {
     k->wt[t].repack8 = repack;
@@ -430,4 +490,5 @@ void st_x86_x8_kernels(st_cpu_kernels *k) {
     set_x8(k, ST_TYPE_Q4_K, st_cpu_repack8_q4_k, dot8_q4_k, ST_CPU_X8_Q4_K_BLOCK);
     set_x8(k, ST_TYPE_Q5_K, st_cpu_repack8_q5_k, dot8_q5_k, ST_CPU_X8_Q5_K_BLOCK);
     set_x8(k, ST_TYPE_Q6_K, st_cpu_repack8_q6_k, dot8_q6_k, ST_CPU_X8_Q6_K_BLOCK);
+    set_x8(k, ST_TYPE_IQ4_XS, st_cpu_repack8_iq4_xs, dot8_iq4_xs, ST_CPU_X8_IQ4_XS_BLOCK);
 }

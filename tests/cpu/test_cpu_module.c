@@ -23,7 +23,8 @@ static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST
                                     ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
 #define N_WTYPES (sizeof k_wtypes / sizeof k_wtypes[0])
 /* Types the x86 modules repack into x8 groups (matrices with a multiple of 8 rows). */
-static const uint32_t k_x8types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K};
+static const uint32_t k_x8types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0,  ST_TYPE_Q4_K,
+                                     ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_XS};
 #define N_X8TYPES (sizeof k_x8types / sizeof k_x8types[0])
 static const uint32_t k_acts[] = {ST_TYPE_F32, ST_TYPE_F16, ST_TYPE_BF16};
 
@@ -216,7 +217,7 @@ static void test_matmul(void) {
  * and Q5_K_M files: Q4_K, Q5_K, Q6_K, Q5_0, Q8_0) is repacked on first use: the device holds
  * at least the matrix's bytes more afterwards; a type without x8 kernels is not. */
 static void test_repacked(void) {
-    static const uint32_t in_place[] = {ST_TYPE_Q4_1, ST_TYPE_IQ4_XS};
+    static const uint32_t in_place[] = {ST_TYPE_Q4_1, ST_TYPE_Q3_K};
     st_device_props p = {.size = sizeof p};
     ST_CHECK(api->device_props(0, &p) == ST_OK);
     if (p.mem_free < (3ull << 30)) { /* the module keeps max(1 GiB, 10%) of RAM free */

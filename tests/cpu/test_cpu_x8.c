@@ -124,15 +124,16 @@ static void test_case(const x8_case *c, int64_t K) {
 }
 
 /* The largest integer sums the kernels meet: every stored value at its maximum (all bits set;
- * Q8_0 at -128), scales at their extremes, activations all +1 or all -1 (quantized to +-127),
- * so any 16-bit intermediate that could saturate does. */
+ * Q8_0 at -128, IQ4_XS at level -127), scales at their extremes, activations all +1 or all -1
+ * (quantized to +-127), so any 16-bit intermediate that could saturate does. */
 static void extreme_case(const x8_case *c) {
     if (!has_x8(c)) return;
     const int64_t K = 512;
     size_t wr = st_row_size(c->wt, K), bs = (size_t)st_type_get(c->wt)->type_size;
     uint8_t *w = malloc(wr * ROWS);
     float *xf = malloc(sizeof(float) * NR * (size_t)K);
-    memset(w, c->wt == ST_TYPE_Q8_0 ? 0x80 : 0xff, wr * ROWS);
+    /* Q8_0: -128; IQ4_XS: level index 0 (-127) and scale 0 - 32 */
+    memset(w, c->wt == ST_TYPE_Q8_0 ? 0x80 : c->wt == ST_TYPE_IQ4_XS ? 0x00 : 0xff, wr * ROWS);
     const uint16_t one = 0x3c00; /* F16 1.0 */
     for (size_t b = 0; b < wr * ROWS / bs; b++) {
         uint8_t *blk = w + b * bs;
@@ -191,7 +192,10 @@ int main(void) {
     test_case(&q6k, 256);
     test_case(&q6k, 2048);
     test_case(&q6k, 256 * 65);
-    const x8_case *all[] = {&q40, &q50, &q80, &q4k, &q5k, &q6k};
+    const x8_case iq4 = {ST_TYPE_IQ4_XS, st_cpu_repack8_iq4_xs, st_cpu_dot8_iq4_xs};
+    test_case(&iq4, 256);
+    test_case(&iq4, 2048);
+    const x8_case *all[] = {&q40, &q50, &q80, &q4k, &q5k, &q6k, &iq4};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) extreme_case(all[i]);
     printf("cpu.x8_kernels (%s): %s\n", kx.isa, g_fail ? "FAIL" : "ok");
     return g_fail ? 1 : 0;
