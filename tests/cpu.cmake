@@ -1,6 +1,7 @@
 # Tests of the x86 CPU modules (backends/cpu framework + backends/cpu_avx2 kernels):
 #  cpu.kernels.<isa>   every SIMD kernel slot against the scalar slot (and batch invariance)
 #  cpu.module.<isa>.tN the built module file, dlopen'ed, against core/ref with N threads
+#  cpu.module.<isa>.pinned the same, 2 threads, workers pinned (STRATA_CPU_PIN=1)
 #  cpu.conformance.<isa> the shared conformance harness on the module
 # bench_matmul (not a test) times Q4_K / Q8_0 GEMV and prints GB/s; bench_ops (not a test) times
 # decode attention, one token's MoE GEMVs and argmax.
@@ -22,6 +23,10 @@ if(TARGET strata-cpu-avx2 AND TARGET st_ref AND TARGET st_quant)
       add_test(NAME cpu.module.${isa}.t${th} COMMAND test_cpu_module $<TARGET_FILE:strata-cpu-${isa}> ${th})
       set_tests_properties(cpu.module.${isa}.t${th} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
     endforeach()
+    # the same with the workers pinned (STRATA_CPU_PIN=1): results unchanged, workers pinned
+    add_test(NAME cpu.module.${isa}.pinned COMMAND test_cpu_module $<TARGET_FILE:strata-cpu-${isa}> 2)
+    set_tests_properties(cpu.module.${isa}.pinned PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                         ENVIRONMENT STRATA_CPU_PIN=1)
 
     add_executable(test_cpu_kernels_${isa} ${CMAKE_CURRENT_SOURCE_DIR}/cpu/test_cpu_kernels.c
                    ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_x8.c

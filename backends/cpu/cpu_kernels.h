@@ -79,13 +79,36 @@ typedef void (*st_cpu_to_float_fn)(const void *w, float *y, int64_t k);
  * pairs of sub-blocks, [j / 2][r][j % 2] (128 bytes); then for each 32-value sub-block j the 4
  * chunks of 32 bytes of the Q4_0 x8 layout (values 32j + 8t + e and 32j + 8t + 4 + e).
  *
+ * High-bit chunks (Q5_0, Q5_K): 32 bytes for 32 values of each of the 8 rows; byte 4r + e, bit
+ * s holds the high bit of row r's value 4s + e, so value chunk s (values 4s + e) finds it at bit
+ * s of the byte that holds its low bits' position e.
+ *
+ * Q5_0 x8: per 32-value block, 176 bytes: the 144 bytes of the Q4_0 x8 layout (the low 4 bits)
+ * and one high-bit chunk. Values are 0..31, meaning value - 16.
+ *
+ * Q5_K x8: the Q4_K x8 layout (1568 bytes per super-block) with each sub-block's 128 nibble
+ * bytes followed by its high-bit chunk (160 bytes per sub-block, from byte 288).
+ *
+ * Q6_K x8: per super-block, 1680 bytes (8 x 210, no growth): d[8] (F16, 16 bytes); the int8
+ * scales of the 16-value groups as sc[g][r] (128 bytes); then for each group g of 16 values,
+ * 96 bytes: two chunks of 32 bytes whose byte 4r + e holds the low 4 bits of row r's values
+ * 16g + 8t + e (low nibble) and 16g + 8t + 4 + e (high nibble) for chunk t, then 32 bytes whose
+ * byte 4r + e holds in bits 2c, 2c + 1 the top 2 bits of value 16g + 4c + e (c < 4). Values are
+ * 0..63, meaning value - 32.
+ *
+ * IQ4_XS x8: per super-block, 1104 bytes (8 x 136 + 16): d[8] (F16, 16 bytes); the 6-bit
+ * scales minus 32 as int8 sc[j][r] (64 bytes); then for each 32-value sub-block j the 4 chunks of
+ * 32 bytes of the Q4_0 x8 layout, holding level indices (st_iq4nl_values).
+ *
  * Numerics of a group dot (the same for every ISA, so the oracle is exact): for row r and
  * activation row j, acc = 0 and for each block b in order
- *     Q4_0, Q8_0: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
- *     Q4_K: acc = fmaf((float)isum, d[r] * d_x[b], acc); acc = fmaf(-(float)msum, dmin[r] * d_x[b], acc)
- * with isum the exact integer dot of the block (values - 8 for Q4_0; sum over sub-blocks of
- * scale times the sub-block's dot for Q4_K) and msum = sum over sub-blocks of min times the
- * activation's sub-block sum. The row's result does not depend on nr or on which group call
+ *     Q4_0, Q5_0, Q8_0, Q6_K, IQ4_XS: acc = fmaf((float)isum, d_w[r] * d_x[b], acc)
+ *     Q4_K, Q5_K: acc = fmaf((float)isum, d[r] * d_x[b], acc); acc = fmaf(-(float)msum, dmin[r] * d_x[b], acc)
+ * with isum the exact integer dot of the block (values - 8 for Q4_0, - 16 for Q5_0; sum over
+ * sub-blocks of scale times the sub-block's dot for Q4_K/Q5_K, over 16-value groups of scale
+ * times the group's dot of values - 32 for Q6_K, of scale times the dot of the levels for
+ * IQ4_XS) and msum = sum over sub-blocks of min times
+ * the activation's sub-block sum. The row's result does not depend on nr or on which group call
  * computed it (batch invariance). */
 /* Repack 8 rows of k elements (row r at (const char *)w + r * ws) into one x8 group at dst. */
 typedef void (*st_cpu_repack8_fn)(int64_t k, const void *w, size_t ws, void *dst);
@@ -169,7 +192,19 @@ void st_cpu_repack8_q4_k(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q4_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 void st_cpu_repack8_q8_0(int64_t k, const void *w, size_t ws, void *dst);
 void st_cpu_dot8_q8_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_q5_0(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q5_0(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_q5_k(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q5_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_q6_k(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_q6_k(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
+void st_cpu_repack8_iq4_xs(int64_t k, const void *w, size_t ws, void *dst);
+void st_cpu_dot8_iq4_xs(int64_t k, const void *wp, int64_t ng, const void *x, size_t xs, int nr, float *s, size_t ss);
 #define ST_CPU_X8_Q4_0_BLOCK 144
+#define ST_CPU_X8_Q5_0_BLOCK 176
+#define ST_CPU_X8_Q5_K_BLOCK 1568
+#define ST_CPU_X8_Q6_K_BLOCK 1680
+#define ST_CPU_X8_IQ4_XS_BLOCK 1104
 #define ST_CPU_X8_Q8_0_BLOCK 272
 #define ST_CPU_X8_Q4_K_BLOCK 1312
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_topo.h"
 
 st_cpu_kernels st_cpu_k;
 const st_cpu_module_desc *st_cpu_desc;
@@ -131,6 +132,27 @@ static int cpu_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     }
 }
 
+/* STRATA_CPU_PIN=1: the CPUs to pin the pool's threads to ([n] in st_cpu_pin_order's order,
+ * wrapping when there are more threads than CPUs; caller frees), else NULL (no pinning). */
+static int *pin_plan(int n) {
+    const char *e = getenv("STRATA_CPU_PIN");
+    if (!e || *e != '1') return NULL;
+    int *order = malloc(sizeof *order * 4096), *plan = malloc(sizeof *plan * (size_t)n);
+    int m = order && plan ? st_cpu_pin_order(order, 4096) : 0;
+    if (m <= 0) {
+        st_mod_log(ST_LOG_WARN, "cpu: STRATA_CPU_PIN=1 but the CPUs of this process are unknown: not pinned");
+        free(order);
+        free(plan);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) plan[i] = order[i % m];
+    st_mod_log(ST_LOG_INFO, "cpu: %d workers pinned (first CPUs %d %d %d ...; %d NUMA node(s), repacked weights %s)",
+               n - 1, n > 1 ? plan[1] : -1, n > 2 ? plan[2] : -1, n > 3 ? plan[3] : -1, st_cpu_numa_nodes(),
+               st_cpu_numa_nodes() > 1 ? "interleaved over the nodes" : "on the one node");
+    free(order);
+    return plan;
+}
+
 static st_status cpu_device_open(uint32_t index, st_device **out) {
     *out = NULL;
     if (index != 0) return st_mod_fail(ST_INVALID, "cpu: no device %u (there is one)", index);
@@ -142,7 +164,9 @@ static st_status cpu_device_open(uint32_t index, st_device **out) {
     unsigned nt = st_mod_threads();
     d->n_threads = nt ? (int)nt : online_cores();
     if (d->n_threads > 1024) d->n_threads = 1024;
-    st_status s = st_cpu_pool_create(d->n_threads, &d->pool);
+    int *pin = pin_plan(d->n_threads);
+    st_status s = st_cpu_pool_create(d->n_threads, pin, &d->pool);
+    free(pin);
     if (s != ST_OK) {
         free(d);
         return s;

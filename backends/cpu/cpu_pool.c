@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/module_util.h"
+#include "cpu/cpu_topo.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -44,6 +45,7 @@ static int pool_spin(void) {
 typedef struct st_pool_worker {
     struct st_cpu_pool *pool;
     pthread_t thread;
+    int cpu; /* pinned to this CPU, or -1 */
 } st_pool_worker;
 
 struct st_cpu_pool {
@@ -77,6 +79,8 @@ static void pool_work(struct st_cpu_pool *p) {
 static void *pool_main(void *arg) {
     st_pool_worker *w = arg;
     struct st_cpu_pool *p = w->pool;
+    if (w->cpu >= 0 && st_cpu_pin_self(w->cpu) != 0)
+        st_mod_log(ST_LOG_WARN, "cpu: worker could not be pinned to CPU %d", w->cpu);
     /* Generation 0 is the pool's state at creation: a job or a stop posted before this thread
      * first ran still counts as new (reading gen here could miss it and sleep forever). */
     unsigned seen = 0;
@@ -103,7 +107,7 @@ static void *pool_main(void *arg) {
     }
 }
 
-st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out) {
+st_status st_cpu_pool_create(int n_threads, const int *pin, st_cpu_pool **out) {
     *out = NULL;
     if (n_threads < 1) n_threads = 1;
     st_cpu_pool *p = calloc(1, sizeof *p);
@@ -129,6 +133,7 @@ st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         st_pool_worker *w = &p->workers[i - 1];
         w->pool = p;
+        w->cpu = pin ? pin[i] : -1;
         int rc = pthread_create(&w->thread, NULL, pool_main, w);
         if (rc != 0) {
             p->n_threads = i; /* join the ones that started */

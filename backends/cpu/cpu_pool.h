@@ -11,9 +11,11 @@ typedef struct st_cpu_pool st_cpu_pool;
 /* fn runs once for each ith in [0, nth); the calls may run concurrently. */
 typedef void (*st_cpu_task_fn)(void *ctx, int ith, int nth);
 
-/* Start a pool of n_threads (>= 1; n_threads - 1 worker threads are created). *out is owned by
- * the caller until st_cpu_pool_destroy. ST_OOM / ST_INTERNAL with an error text on failure. */
-st_status st_cpu_pool_create(int n_threads, st_cpu_pool **out);
+/* Start a pool of n_threads (>= 1; n_threads - 1 worker threads are created). pin: NULL, or
+ * [n_threads] CPU numbers: worker i (1..n_threads - 1) pins itself to pin[i] (pin[0] is left
+ * to the calling thread, which is not pinned). *out is owned by the caller until
+ * st_cpu_pool_destroy. ST_OOM / ST_INTERNAL with an error text on failure. */
+st_status st_cpu_pool_create(int n_threads, const int *pin, st_cpu_pool **out);
 /* Join every worker and free the pool; NULL is accepted. No job may be running. */
 void st_cpu_pool_destroy(st_cpu_pool *p);
 /* Threads of the pool, the caller's included. */

@@ -10,7 +10,8 @@
  * source's first and last 64 bytes is compared, so a file mapped again at the same address
  * with other contents is repacked again, not read stale. Copies are freed at device close.
  * Copies live in anonymous mappings with transparent huge pages asked for (2 MiB aligned):
- * the kernels stream them, and 4 KiB pages cost a TLB miss every few rows. */
+ * the kernels stream them, and 4 KiB pages cost a TLB miss every few rows. On a host with
+ * several NUMA nodes the copies' pages are interleaved over the nodes (cpu_topo.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_topo.h"
 
 typedef struct rp_entry {
     const void *src;      /* the weight matrix as the host passed it */
@@ -70,6 +72,9 @@ static int rp_alloc(st_hostmem *mem, size_t bytes, rp_entry *e) {
 #ifdef MADV_HUGEPAGE
     madvise((void *)a, bytes, MADV_HUGEPAGE); /* a hint: without it the copy still works */
 #endif
+    /* several NUMA nodes: spread the pages before the first touch, so every node's memory
+     * serves a share of each matrix whichever thread reads it (work is claimed dynamically) */
+    st_cpu_numa_interleave((void *)a, bytes);
     e->map = map;
     e->map_len = len;
     e->data = (void *)a;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Micro-benchmark of the CPU module's GEMV (not a test): loads a module file, times MATMUL of
- * a random Q4_K and Q8_0 (and F16) weight matrix by 1..8 activation rows and prints the
+ * a random weight matrix of each common type (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_XS,
+ * F16) by 1..8 activation rows and prints the
  * weight bytes streamed per second. Usage: bench_matmul <module.so> [threads] [M] [K] [iters] [copies of W, 0 = exceed the caches] */
 #include <time.h>
 
@@ -33,7 +34,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "open: %s\n", api->last_error());
         return 1;
     }
-    static const uint32_t types[] = {ST_TYPE_Q4_K, ST_TYPE_Q8_0, ST_TYPE_Q6_K, ST_TYPE_Q4_0, ST_TYPE_F16};
+    static const uint32_t types[] = {ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_Q8_0, ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_IQ4_XS, ST_TYPE_F16};
     static const int64_t ns[] = {1, 2, 4, 8};
     float *row = malloc(sizeof(float) * (size_t)K);
     float *x = malloc(sizeof(float) * (size_t)(K * 8)), *out = malloc(sizeof(float) * (size_t)(M * 8));

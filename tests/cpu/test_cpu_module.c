@@ -5,6 +5,7 @@
  * of a batched MATMUL / MOE_MATMUL equals the single-row result bit for bit), equality across
  * thread counts, argument validation and that op_supported matches what runs.
  * Exit 0 = pass, 1 = failures, 77 = this CPU cannot run the module (skip). */
+#include <dirent.h>
 #include <unistd.h>
 
 #include "cpu_test_util.h"
@@ -21,6 +22,10 @@ static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST
                                     ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,   ST_TYPE_Q3_K,
                                     ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
 #define N_WTYPES (sizeof k_wtypes / sizeof k_wtypes[0])
+/* Types the x86 modules repack into x8 groups (matrices with a multiple of 8 rows). */
+static const uint32_t k_x8types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0,  ST_TYPE_Q4_K,
+                                     ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_XS};
+#define N_X8TYPES (sizeof k_x8types / sizeof k_x8types[0])
 static const uint32_t k_acts[] = {ST_TYPE_F32, ST_TYPE_F16, ST_TYPE_BF16};
 
 static int is_float_type(uint32_t t) { return t == ST_TYPE_F32 || t == ST_TYPE_F16 || t == ST_TYPE_BF16; }
@@ -185,10 +190,8 @@ static void test_matmul(void) {
     /* a large-ish prefill shape to cross chunk boundaries with several threads */
     matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
     /* rows a multiple of 8: the repacked (x8 group) path, decode and prefill sizes */
-    for (int64_t n = 1; n <= 21; n += 4) {
-        matmul_case(ST_TYPE_Q4_0, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
-        matmul_case(ST_TYPE_Q4_K, ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
-    }
+    for (int64_t n = 1; n <= 21; n += 4)
+        for (size_t i = 0; i < N_X8TYPES; i++) matmul_case(k_x8types[i], ST_TYPE_F32, ST_TYPE_F32, 96, n, 0);
     matmul_case(ST_TYPE_Q8_0, ST_TYPE_F32, ST_TYPE_F32, 300, 40, 0);
     /* shape errors are refused with a text */
     float x[64], o[8];
@@ -208,6 +211,42 @@ static void test_matmul(void) {
     o[0] = 42.0f;
     ST_CHECK(api->ops->matmul(stream, &a) == ST_OK);
     ST_CHECK(o[0] == 42.0f);
+}
+
+/* Every type the x86 modules repack (which covers every matrix type of llama-quantize's Q4_K_M
+ * and Q5_K_M files: Q4_K, Q5_K, Q6_K, Q5_0, Q8_0) is repacked on first use: the device holds
+ * at least the matrix's bytes more afterwards; a type without x8 kernels is not. */
+static void test_repacked(void) {
+    static const uint32_t in_place[] = {ST_TYPE_Q4_1, ST_TYPE_Q3_K};
+    st_device_props p = {.size = sizeof p};
+    ST_CHECK(api->device_props(0, &p) == ST_OK);
+    if (p.mem_free < (3ull << 30)) { /* the module keeps max(1 GiB, 10%) of RAM free */
+        printf("note: repack checks not run: %.1f GiB free\n", (double)p.mem_free / (1 << 30));
+        return;
+    }
+    for (size_t i = 0; i < N_X8TYPES + 2; i++) {
+        uint32_t wt = i < N_X8TYPES ? k_x8types[i] : in_place[i - N_X8TYPES];
+        int64_t K = pick_k(wt), M = 40; /* a shape no other case uses: a fresh matrix */
+        void *w = make_weights(wt, M, K);
+        float *x = make_act(ST_TYPE_F32, K, 1.0f), out[40];
+        st_matmul_args a = {.size = sizeof a};
+        a.w = ct_tensor(w, wt, K, M, 1);
+        a.x = ct_tensor(x, ST_TYPE_F32, K, 1, 1);
+        a.out = ct_tensor(out, ST_TYPE_F32, M, 1, 1);
+        ST_CHECK(api->device_props(0, &p) == ST_OK);
+        uint64_t before = p.mem_used_self;
+        ST_CHECK(api->ops->matmul(stream, &a) == ST_OK);
+        ST_CHECK(api->device_props(0, &p) == ST_OK);
+        uint64_t grew = p.mem_used_self - before, src = st_row_size(wt, K) * (uint64_t)M;
+        if (i < N_X8TYPES)
+            ST_CHECK_MSG(grew >= src, "%s: %llu bytes more after the first matmul, expected a repacked copy of %llu",
+                         st_type_name(wt), (unsigned long long)grew, (unsigned long long)src);
+        else
+            ST_CHECK_MSG(grew == 0, "%s has no x8 kernels but %llu bytes were added", st_type_name(wt),
+                         (unsigned long long)grew);
+        free(w);
+        free(x);
+    }
 }
 
 /* ---------------------------------------------------------------- MOE_MATMUL */
@@ -297,6 +336,11 @@ static void test_moe_matmul(void) {
         moe_case(k_wtypes[i], 40, 4, 6, 29, 5);
         moe_case(k_wtypes[i], 48, 20, 32, 33, 6);
         moe_case(k_wtypes[i], 160, 8, 8, 64, 40);
+    }
+    /* the repacked path: one token's 8 experts (decode), then 8 tokens' (a small batch) */
+    for (size_t i = 0; i < N_X8TYPES; i++) {
+        moe_case(k_x8types[i], 8, 8, 8, 32, 1);
+        moe_case(k_x8types[i], 64, 8, 8, 32, 8);
     }
 }
 
@@ -630,6 +674,52 @@ static void test_select(void) {
     free(logits);
 }
 
+/* ---------------------------------------------------------------- pinning */
+
+/* 1 when the status file at path says its thread may run on exactly one CPU. */
+static int single_cpu(const char *path) {
+    char line[512];
+    int one = 0;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) one = !strpbrk(line + 18, ",-");
+    if (f) fclose(f);
+    return one;
+}
+
+/* Threads of this process allowed on exactly one CPU (/proc/self/task/N/status). */
+static int pinned_threads(void) {
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (e->d_name[0] != '.') n += single_cpu(path);
+    }
+    closedir(dir);
+    return n;
+}
+
+/* STRATA_CPU_PIN=1: every worker of both devices is pinned to one CPU; unset: none is (when
+ * this process may use more than one CPU; else nothing is checked). Workers pin themselves when they start, which on a
+ * busy machine can come late: wait up to 2 s. */
+static void test_pinning(int workers) {
+    const char *e = getenv("STRATA_CPU_PIN");
+    int want_pinned = e && *e == '1';
+    if (single_cpu("/proc/self/status")) return; /* the whole process runs on one CPU */
+    int n = pinned_threads();
+    for (int i = 0; i < 200 && want_pinned && n < workers; i++) {
+        usleep(10000);
+        n = pinned_threads();
+    }
+    if (want_pinned)
+        ST_CHECK_MSG(n >= workers, "STRATA_CPU_PIN=1: %d threads pinned, expected the %d workers", n, workers);
+    else
+        ST_CHECK_MSG(n == 0, "no pinning asked for, yet %d threads are pinned", n);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s <module.so> <threads>\n", argv[0]);
@@ -660,12 +750,14 @@ int main(int argc, char **argv) {
 
     test_op_supported();
     test_matmul();
+    test_repacked();
     test_moe_matmul();
     test_get_rows();
     test_rowwise();
     test_rope();
     test_kv_attention();
     test_select();
+    test_pinning((int)(threads - 1) + (dev_alt ? (threads == 1 ? 2 : 0) : 0));
 
     ST_CHECK(api->stream_destroy(stream) == ST_OK);
     ST_CHECK(api->device_close(dev) == ST_OK);

@@ -68,20 +68,15 @@ static void check_dots(const x8_case *c, int64_t K, const uint8_t *w, size_t wr,
     free(so);
 }
 
-static void test_case(const x8_case *c, int64_t K) {
+/* Repack and dot the ROWS weight rows at w (row bytes wr) against the NR activation rows xf
+ * (floats, quantized here by both tables), checking the layout and the dots. */
+static void run_case(const x8_case *c, int64_t K, const uint8_t *w, const float *xf) {
     const st_cpu_weight_kernels *x = &kx.wt[c->wt];
-    CHECK(x->repack8 && x->dot8 && x->x8_block_bytes, "%s has no x8 kernels", st_type_name(c->wt));
-    if (!x->repack8 || !x->dot8) return;
     size_t wr = st_row_size(c->wt, K), xr = st_row_size(x->vec_type, K);
     size_t gb = (size_t)(K / st_type_get(c->wt)->block_size) * x->x8_block_bytes;
-    float *wf = malloc(sizeof(float) * ROWS * (size_t)K), *xf = malloc(sizeof(float) * NR * (size_t)K);
-    uint8_t *w = malloc(wr * ROWS), *wp = malloc(gb * NG), *wp2 = malloc(gb * NG);
-    uint8_t *qx = malloc(xr * NR), *qs = malloc(xr * NR);
-    ct_fill(wf, ROWS * K, 1.0f);
-    for (int r = 0; r < ROWS; r++) CHECK(st_quantize_row(c->wt, wf + (size_t)r * K, w + (size_t)r * wr, K) == 0, "quantize");
+    float *wf = malloc(sizeof(float) * ROWS * (size_t)K);
+    uint8_t *wp = malloc(gb * NG), *wp2 = malloc(gb * NG), *qx = malloc(xr * NR), *qs = malloc(xr * NR);
     for (int r = 0; r < ROWS; r++) ksc.wt[c->wt].to_float(w + (size_t)r * wr, wf + (size_t)r * K, K);
-    ct_fill(xf, NR * K, 3.0f);
-    memset(xf + 2 * K, 0, sizeof(float) * (size_t)K); /* an all-zero activation row */
     for (int j = 0; j < NR; j++) {
         x->from_float(xf + (size_t)j * K, qx + (size_t)j * xr, K);
         ksc.wt[c->wt].from_float(xf + (size_t)j * K, qs + (size_t)j * xr, K);
@@ -100,12 +95,61 @@ static void test_case(const x8_case *c, int64_t K) {
           (long long)K);
     check_dots(c, K, w, wr, wp, qx, qs, xr, wf, xf);
     free(wf);
-    free(xf);
-    free(w);
     free(wp);
     free(wp2);
     free(qx);
     free(qs);
+}
+
+static int has_x8(const x8_case *c) {
+    const st_cpu_weight_kernels *x = &kx.wt[c->wt];
+    CHECK(x->repack8 && x->dot8 && x->x8_block_bytes, "%s has no x8 kernels", st_type_name(c->wt));
+    return x->repack8 && x->dot8;
+}
+
+/* Random weights (quantized) and activations, one activation row all zero. */
+static void test_case(const x8_case *c, int64_t K) {
+    if (!has_x8(c)) return;
+    size_t wr = st_row_size(c->wt, K);
+    float *wf = malloc(sizeof(float) * ROWS * (size_t)K), *xf = malloc(sizeof(float) * NR * (size_t)K);
+    uint8_t *w = malloc(wr * ROWS);
+    ct_fill(wf, ROWS * K, 1.0f);
+    for (int r = 0; r < ROWS; r++) CHECK(st_quantize_row(c->wt, wf + (size_t)r * K, w + (size_t)r * wr, K) == 0, "quantize");
+    ct_fill(xf, NR * K, 3.0f);
+    memset(xf + 2 * K, 0, sizeof(float) * (size_t)K); /* an all-zero activation row */
+    run_case(c, K, w, xf);
+    free(wf);
+    free(xf);
+    free(w);
+}
+
+/* The largest integer sums the kernels meet: every stored value at its maximum (all bits set;
+ * Q8_0 at -128, IQ4_XS at level -127), scales at their extremes, activations all +1 or all -1
+ * (quantized to +-127), so any 16-bit intermediate that could saturate does. */
+static void extreme_case(const x8_case *c) {
+    if (!has_x8(c)) return;
+    const int64_t K = 512;
+    size_t wr = st_row_size(c->wt, K), bs = (size_t)st_type_get(c->wt)->type_size;
+    uint8_t *w = malloc(wr * ROWS);
+    float *xf = malloc(sizeof(float) * NR * (size_t)K);
+    /* Q8_0: -128; IQ4_XS: level index 0 (-127) and scale 0 - 32 */
+    memset(w, c->wt == ST_TYPE_Q8_0 ? 0x80 : c->wt == ST_TYPE_IQ4_XS ? 0x00 : 0xff, wr * ROWS);
+    const uint16_t one = 0x3c00; /* F16 1.0 */
+    for (size_t b = 0; b < wr * ROWS / bs; b++) {
+        uint8_t *blk = w + b * bs;
+        if (c->wt == ST_TYPE_Q6_K) {
+            memcpy(blk + 208, &one, 2);
+            memset(blk + 192, b % 2 ? 0x80 : 0x7f, 16); /* int8 scales -128 or 127 */
+        } else {
+            memcpy(blk, &one, 2);
+            if (c->wt == ST_TYPE_Q4_K || c->wt == ST_TYPE_Q5_K) memcpy(blk + 2, &one, 2); /* dmin */
+        }
+    }
+    for (int j = 0; j < NR; j++)
+        for (int64_t i = 0; i < K; i++) xf[(size_t)j * K + (size_t)i] = j % 2 ? -1.0f : 1.0f;
+    run_case(c, K, w, xf);
+    free(w);
+    free(xf);
 }
 
 int main(void) {
@@ -136,6 +180,23 @@ int main(void) {
     test_case(&q4k, 256);
     test_case(&q4k, 2048);
     test_case(&q4k, 256 * 65);
+    const x8_case q50 = {ST_TYPE_Q5_0, st_cpu_repack8_q5_0, st_cpu_dot8_q5_0};
+    const x8_case q5k = {ST_TYPE_Q5_K, st_cpu_repack8_q5_k, st_cpu_dot8_q5_k};
+    const x8_case q6k = {ST_TYPE_Q6_K, st_cpu_repack8_q6_k, st_cpu_dot8_q6_k};
+    test_case(&q50, 32);
+    test_case(&q50, 1024);
+    test_case(&q50, 32 * 513);
+    test_case(&q5k, 256);
+    test_case(&q5k, 2048);
+    test_case(&q5k, 256 * 65);
+    test_case(&q6k, 256);
+    test_case(&q6k, 2048);
+    test_case(&q6k, 256 * 65);
+    const x8_case iq4 = {ST_TYPE_IQ4_XS, st_cpu_repack8_iq4_xs, st_cpu_dot8_iq4_xs};
+    test_case(&iq4, 256);
+    test_case(&iq4, 2048);
+    const x8_case *all[] = {&q40, &q50, &q80, &q4k, &q5k, &q6k, &iq4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) extreme_case(all[i]);
     printf("cpu.x8_kernels (%s): %s\n", kx.isa, g_fail ? "FAIL" : "ok");
     return g_fail ? 1 : 0;
 }
