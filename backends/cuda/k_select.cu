@@ -147,11 +147,49 @@ extern "C" st_status st_cuda_topk(st_stream *s, const st_topk_args *a) {
     return topk_launch(s, a, a->k, "topk");
 }
 
-/* ---- ROUTER ------------------------------------------------------------------------------- */
+/* ---- ROUTER, ROUTER_GROUPS ------------------------------------------------------------------ */
+#define ST_ROUTER_MAX_GROUPS 64
+
+/* ROUTER_GROUPS: every selection score outside the g_used groups (of E / n_group contiguous
+ * experts) whose two largest scores have the largest sum becomes -inf, as core/ref decides
+ * (groups ranked like experts: larger sum first, NaN last, lower index on ties). */
+__device__ void st_keep_best_groups(float *score, int E, int n_group, int g_used) {
+    __shared__ float gsum[ST_ROUTER_MAX_GROUPS];
+    __shared__ unsigned char kept[ST_ROUTER_MAX_GROUPS];
+    const int per = E / n_group;
+    if ((int)threadIdx.x < n_group) {
+        float m1 = -INFINITY, m2 = -INFINITY;
+        for (int e = threadIdx.x * per; e < ((int)threadIdx.x + 1) * per; e++) {
+            const float v = score[e];
+            if (v > m1) {
+                m2 = m1;
+                m1 = v;
+            } else if (v > m2) {
+                m2 = v;
+            }
+        }
+        gsum[threadIdx.x] = per > 1 ? m1 + m2 : m1;
+        kept[threadIdx.x] = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int j = 0; j < g_used; j++) {
+            int best = -1;
+            for (int g = 0; g < n_group; g++)
+                if (!kept[g] && (best < 0 || st_before(gsum[g], g, gsum[best], best))) best = g;
+            kept[best] = 1;
+        }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
+        if (!kept[e / per]) score[e] = -INFINITY;
+    __syncthreads();
+}
+
 /* Dynamic shared memory: prob[E], score[E]. ids are written in selection order (descending
- * score = prob + bias), as core/ref does; weights are the unbiased probabilities. */
+ * score = prob + bias), as core/ref does; weights are the unbiased probabilities. n_group > 1:
+ * only the experts of the best g_used groups compete (ROUTER_GROUPS). */
 __global__ void k_router(st_view logits, int E, int gating, const float *bias, int k, int normalize, float wscale,
-                         int32_t *ids, float *weights) {
+                         int32_t *ids, float *weights, int n_group, int g_used) {
     extern __shared__ float sh[];
     __shared__ float sv[32];
     __shared__ int si[32];
@@ -178,6 +216,7 @@ __global__ void k_router(st_view logits, int E, int gating, const float *bias, i
     __syncthreads();
     for (int e = threadIdx.x; e < E; e += blockDim.x) score[e] = bias ? prob[e] + bias[e] : prob[e];
     __syncthreads();
+    if (n_group > 1) st_keep_best_groups(score, E, n_group, g_used);
     float pv = INFINITY;
     int pi = -1;
     for (int j = 0; j < k; j++) {
@@ -313,18 +352,38 @@ __global__ void k_router_warp(st_view logits, int64_t n, int E, int gating, cons
     }
 }
 
+/* The ROUTER arguments' checks, shared with ROUTER_GROUPS. */
+static st_status st_router_check(const st_router_args *a, const char *op) {
+    if (!a->logits.data || a->logits.type != ST_TYPE_F32 || a->logits.nb[0] != 4)
+        return st_mod_fail(ST_UNSUPPORTED, "cuda %s: logits must be contiguous F32", op);
+    if (a->gating != ST_ROUTER_SOFTMAX && a->gating != ST_ROUTER_SIGMOID)
+        return st_mod_fail(ST_INVALID, "cuda %s: gating %u", op, a->gating);
+    const int64_t E = a->logits.ne[0], n = st_nrows(a->logits);
+    if (a->k < 1 || a->k > E) return st_mod_fail(ST_INVALID, "cuda %s: k = %d of %lld experts", op, a->k, (long long)E);
+    if (E > 8192) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %lld experts (max 8192)", op, (long long)E);
+    if (!a->ids || !a->weights) return st_mod_fail(ST_INVALID, "cuda %s: NULL outputs", op);
+    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda %s: %lld rows", op, (long long)n);
+    return ST_OK;
+}
+
+/* The block-per-token router (any E up to 8192; groups when n_group > 1). */
+static st_status st_router_block(st_stream *s, const st_router_args *a, int n_group, int g_used, const char *op) {
+    const int64_t E = a->logits.ne[0], n = st_nrows(a->logits);
+    const size_t smem = (size_t)E * 2 * sizeof(float);
+    if (smem > 48 * 1024)
+        ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_router, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                              "router: cudaFuncSetAttribute", s->dev));
+    k_router<<<(unsigned)n, ST_SEL_THREADS, smem, s->s>>>(st_view_of(a->logits), (int)E, (int)a->gating, a->bias, a->k,
+                                                          a->normalize, a->weight_scale, a->ids, a->weights, n_group,
+                                                          g_used);
+    return st_cuda_launched(s, op);
+}
+
 extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
     if (!s || !a) return st_mod_fail(ST_INVALID, "cuda router: NULL argument");
-    if (!a->logits.data || a->logits.type != ST_TYPE_F32 || a->logits.nb[0] != 4)
-        return st_mod_fail(ST_UNSUPPORTED, "cuda router: logits must be contiguous F32");
-    if (a->gating != ST_ROUTER_SOFTMAX && a->gating != ST_ROUTER_SIGMOID)
-        return st_mod_fail(ST_INVALID, "cuda router: gating %u", a->gating);
+    ST_TRY(st_router_check(a, "router"));
     const int64_t E = a->logits.ne[0], n = st_nrows(a->logits);
-    if (a->k < 1 || a->k > E) return st_mod_fail(ST_INVALID, "cuda router: k = %d of %lld experts", a->k, (long long)E);
-    if (E > 8192) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld experts (max 8192)", (long long)E);
-    if (!a->ids || !a->weights) return st_mod_fail(ST_INVALID, "cuda router: NULL outputs");
     if (!n) return ST_OK;
-    if (n > 0x7fffffff) return st_mod_fail(ST_UNSUPPORTED, "cuda router: %lld rows", (long long)n);
     ST_TRY(st_cuda_use(s->dev));
     if (E <= ST_ROUTER_WARP_MAX && a->k <= ST_WARP) {
         const dim3 grid(st_blocks(n, 4)), block(4 * ST_WARP);
@@ -338,11 +397,19 @@ extern "C" st_status st_cuda_router(st_stream *s, const st_router_args *a) {
         if (s->q8_keep) st_cuda_q8_keep_unless(s, a->weights, (uint64_t)n * a->k * 4);
         return st_cuda_launched(s, "router");
     }
-    const size_t smem = (size_t)E * 2 * sizeof(float);
-    if (smem > 48 * 1024)
-        ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_router, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                              "router: cudaFuncSetAttribute", s->dev));
-    k_router<<<(unsigned)n, ST_SEL_THREADS, smem, s->s>>>(st_view_of(a->logits), (int)E, (int)a->gating, a->bias, a->k,
-                                                          a->normalize, a->weight_scale, a->ids, a->weights);
-    return st_cuda_launched(s, "router");
+    return st_router_block(s, a, 1, 1, "router");
+}
+
+extern "C" st_status st_cuda_router_groups(st_stream *s, const st_router_groups_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda router_groups: NULL argument");
+    const st_router_args *b = &a->base;
+    ST_TRY(st_router_check(b, "router_groups"));
+    const int64_t E = b->logits.ne[0], n = st_nrows(b->logits);
+    if (a->n_group < 1 || a->n_group > ST_ROUTER_MAX_GROUPS || E % a->n_group || a->n_group_used < 1 ||
+        a->n_group_used > a->n_group || (int64_t)a->n_group_used * (E / a->n_group) < b->k)
+        return st_mod_fail(ST_INVALID, "cuda router_groups: %d groups (%d used, at most %d) of %lld experts for k = %d",
+                           a->n_group, a->n_group_used, ST_ROUTER_MAX_GROUPS, (long long)E, b->k);
+    if (!n) return ST_OK;
+    ST_TRY(st_cuda_use(s->dev));
+    return st_router_block(s, b, a->n_group, a->n_group_used, "router_groups");
 }
