@@ -64,6 +64,8 @@ struct st_gv_params {
     const uint8_t *W, *W2;
     int64_t w_nb1, w_nb2, M;
     int units, tpr, n;      /* units per row, threads per row group, activation rows (dense) */
+    int cols_x;             /* DENSE / grouped: column group or tile blockIdx.x, row block blockIdx.y
+                               (else the reverse) */
     const int8_t *xq;       /* q8 activations [n_x][K] (quantized formats) */
     const float *xd;        /* their scales [n_x][K/32] */
     int64_t K;
@@ -90,7 +92,7 @@ template <int NC, int MODE>
 __device__ __forceinline__ bool st_gv_columns(const st_gv_params &p, const uint8_t *&W, const uint8_t *&W2,
                                               int (&xr)[NC], int (&oa)[NC], int &nc) {
     if (MODE == ST_GV_DENSE) {
-        const int c0 = (int)blockIdx.y * NC;
+        const int c0 = (int)(p.cols_x ? blockIdx.x : blockIdx.y) * NC;
         nc = p.n - c0 < NC ? p.n - c0 : NC;
 #pragma unroll
         for (int c = 0; c < NC; c++) xr[c] = oa[c] = c0 + (c < nc ? c : 0);
@@ -99,8 +101,9 @@ __device__ __forceinline__ bool st_gv_columns(const st_gv_params &p, const uint8
     int32_t slot, first = (int)blockIdx.y;
     nc = 1;
     if (st_gv_mode<MODE>::grouped) {
-        if ((int)blockIdx.y >= *p.n_tiles) return false;
-        const int3 tile = p.tiles[blockIdx.y];
+        const int ti = (int)(p.cols_x ? blockIdx.x : blockIdx.y);
+        if (ti >= *p.n_tiles) return false;
+        const int3 tile = p.tiles[ti];
         slot = tile.x;
         first = tile.y;
         nc = tile.z < NC ? tile.z : NC;
@@ -214,7 +217,8 @@ __global__ void __launch_bounds__(ST_GV_THREADS) k_gv(st_gv_params p) {
     __shared__ float dwt[ST_GV_MAX_K];
     st_pdl_begin();
     const int tpr = p.tpr, t = threadIdx.x % tpr, g = threadIdx.x / tpr;
-    const int64_t m0 = ((int64_t)blockIdx.x * (ST_GV_THREADS / tpr) + g) * ST_GV_ROWS;
+    const int64_t rb = p.cols_x ? blockIdx.y : blockIdx.x;
+    const int64_t m0 = (rb * (ST_GV_THREADS / tpr) + g) * ST_GV_ROWS;
     const uint8_t *W = p.W, *W2 = p.W2;
     int xr[NC], oa[NC], nc = 1;
     float acc[NW][ST_GV_ROWS][NC];
@@ -446,11 +450,16 @@ static bool st_gv_prepare(st_stream *s, const st_tensor &w, int64_t nb2, const s
            (x.ne[2] * x.ne[3] == 1 || (x.nb[2] % 16 == 0 && x.nb[3] % 16 == 0));
 }
 
-/* Launches mode over `cols` block columns of M rows; keeps the q8 rows of x unless out overlaps. */
+/* Launches mode over `cols` block columns of M rows; keeps the q8 rows of x unless out overlaps.
+ * The column groups of a dense call (the tiles of a grouped one) are the fast grid index when
+ * the rows allow it, so the groups of one row block (the tiles of one slot) run together and
+ * share its weights in L2 (one read from memory). */
 static st_status st_gv_run(st_stream *s, uint32_t t, st_gv_params &p, unsigned cols, int mode, const st_tensor &x,
                            const st_tensor &out, const char *op) {
     const int64_t rows_per_block = (int64_t)(ST_GV_THREADS / p.tpr) * ST_GV_ROWS;
-    dim3 grid(st_blocks(p.M, (int)rows_per_block), cols);
+    const unsigned row_blocks = st_blocks(p.M, (int)rows_per_block);
+    p.cols_x = (mode == ST_GV_DENSE || mode == ST_GV_GMOE || mode == ST_GV_GGATE) && cols > 1 && row_blocks <= 65535;
+    dim3 grid = p.cols_x ? dim3(cols, row_blocks) : dim3(row_blocks, cols);
     st_gv_dispatch(t, p, grid, s, mode);
     if (st_gv_quantized(t)) st_gv_keep(s, x, out);
     return st_cuda_launched(s, op);

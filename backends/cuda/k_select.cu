@@ -113,6 +113,109 @@ __global__ void k_argmax_final(const float *pv, const int *pi, int slices, st_vi
     }
 }
 
+/* TOPK of long rows (a vocabulary) in two passes instead of k passes over the row: block
+ * (slice, row) sorts its slice of at most ST_TK_SLICE elements in shared memory and keeps its
+ * first k, then one block per row sorts the slices' candidates and keeps the first k. Both
+ * sorts are bitonic networks in the order of st_before (larger value, NaN last, lower index on
+ * ties), a total order, so the result is k_topk's exactly; padding (NaN, INT_MAX) sorts last. */
+#define ST_TK_SLICE 4096
+#define ST_TK_MERGE_MAX 16384 /* candidates the second pass sorts (128 KiB of shared memory) */
+#define ST_TK_THREADS 1024
+
+/* Sorts the n (a power of two) pairs (v, id) in shared memory by st_before; every thread of
+ * the block calls it, and it ends with a barrier. */
+__device__ void st_bitonic_sort(float *v, int *id, int n) {
+    for (int size = 2; size <= n; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            __syncthreads();
+            for (int t = threadIdx.x; t < n / 2; t += blockDim.x) {
+                const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;
+                const bool up = (lo & size) == 0; /* this run in st_before order, else reversed */
+                const bool swap = up ? st_before(v[hi], id[hi], v[lo], id[lo]) : st_before(v[lo], id[lo], v[hi], id[hi]);
+                if (swap) {
+                    const float tv = v[lo];
+                    const int ti = id[lo];
+                    v[lo] = v[hi];
+                    id[lo] = id[hi];
+                    v[hi] = tv;
+                    id[hi] = ti;
+                }
+            }
+        }
+    __syncthreads();
+}
+
+/* Pass 1: block (slice, row) -> the slice's first k pairs at cv/ci[(row * slices + slice) * k]. */
+__global__ void __launch_bounds__(ST_TK_THREADS) k_topk_slices(st_view x, int64_t V, int k, int slice_len, int p2,
+                                                               float *cv, int *ci) {
+    __shared__ float sv[ST_TK_SLICE];
+    __shared__ int si[ST_TK_SLICE];
+    const int64_t r = blockIdx.y, e0 = (int64_t)blockIdx.x * slice_len;
+    const float *row = (const float *)st_row(x, r);
+    for (int j = threadIdx.x; j < p2; j += blockDim.x) {
+        const int64_t e = e0 + j;
+        const bool in = j < slice_len && e < V;
+        sv[j] = in ? row[e] : NAN;
+        si[j] = in ? (int)e : 0x7fffffff;
+    }
+    st_bitonic_sort(sv, si, p2);
+    const int64_t o = (r * gridDim.x + blockIdx.x) * k;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        cv[o + j] = j < p2 ? sv[j] : NAN;
+        ci[o + j] = j < p2 ? si[j] : 0x7fffffff;
+    }
+}
+
+/* Pass 2: block per row sorts its nc candidates (padded to p2) and writes the first k. */
+__global__ void __launch_bounds__(ST_TK_THREADS) k_topk_merge(const float *cv, const int *ci, int nc, int k, int p2,
+                                                              int32_t *ids, float *values) {
+    extern __shared__ float sm[];
+    float *sv = sm;
+    int *si = (int *)(sm + p2);
+    const int64_t r = blockIdx.x;
+    for (int j = threadIdx.x; j < p2; j += blockDim.x) {
+        sv[j] = j < nc ? cv[r * nc + j] : NAN;
+        si[j] = j < nc ? ci[r * nc + j] : 0x7fffffff;
+    }
+    st_bitonic_sort(sv, si, p2);
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        ids[r * k + j] = si[j];
+        if (values) values[r * k + j] = sv[j];
+    }
+}
+
+static int st_pow2_at_least(int64_t n) {
+    int p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+/* The two-pass TOPK when the row is long and the candidates fit; *ran says whether it ran. */
+static st_status st_topk_sliced(st_stream *s, const st_topk_args *a, int k, int64_t V, int64_t n, const char *op,
+                                bool *ran) {
+    *ran = false;
+    const int64_t slices = (V + ST_TK_SLICE - 1) / ST_TK_SLICE, nc = slices * k;
+    if (k < 2 || V < 16384 || n > 65535 || slices > 65535 || nc > ST_TK_MERGE_MAX ||
+        (uint64_t)(n * nc) * 8 > s->ws_bytes)
+        return ST_OK;
+    const int slice_len = (int)((V + slices - 1) / slices), p1 = st_pow2_at_least(slice_len);
+    const int p2 = st_pow2_at_least(nc);
+    const size_t smem = (size_t)p2 * 8;
+    if (smem > 48 * 1024) {
+        if (smem > s->dev->smem_optin) return ST_OK;
+        ST_TRY(st_cuda_status(cudaFuncSetAttribute(k_topk_merge, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                              "topk: cudaFuncSetAttribute", s->dev));
+    }
+    float *cv = (float *)s->ws;
+    int *ci = (int *)(cv + n * nc);
+    k_topk_slices<<<dim3((unsigned)slices, (unsigned)n), ST_TK_THREADS, 0, s->s>>>(st_view_of(a->x), V, k, slice_len, p1,
+                                                                                 cv, ci);
+    ST_TRY(st_cuda_launched(s, op));
+    k_topk_merge<<<(unsigned)n, ST_TK_THREADS, smem, s->s>>>(cv, ci, (int)nc, k, p2, a->ids, a->values);
+    *ran = true;
+    return st_cuda_launched(s, op);
+}
+
 static st_status topk_launch(st_stream *s, const st_topk_args *a, int k, const char *op) {
     if (!a->x.data || a->x.type != ST_TYPE_F32 || a->x.nb[0] != 4)
         return st_mod_fail(ST_UNSUPPORTED, "cuda %s: x must be contiguous F32", op);
@@ -132,6 +235,9 @@ static st_status topk_launch(st_stream *s, const st_topk_args *a, int k, const c
                                                           a->values);
         return st_cuda_launched(s, op);
     }
+    bool sliced = false;
+    ST_TRY(st_topk_sliced(s, a, k, V, n, op, &sliced));
+    if (sliced) return ST_OK;
     const int threads = V >= 16384 ? 1024 : ST_SEL_THREADS;
     k_topk<<<(unsigned)n, threads, 0, s->s>>>(st_view_of(a->x), V, k, a->ids, a->values);
     return st_cuda_launched(s, op);
