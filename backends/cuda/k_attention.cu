@@ -237,8 +237,10 @@ static st_status st_attention_run(st_stream *s, const st_attention_args *a, int 
     p.chunk = (a->max_pos + n_split - 1) / n_split;
     ST_TRY(st_cuda_use(s->dev));
     /* decode-sized batches: the cluster kernel when the device and shapes allow (one launch,
-     * no workspace, the split follows kv_len on the device) */
-    if (!ex && (rows < target || n < 16)) {
+     * no workspace, the split follows kv_len on the device). Up to 64 tokens always: a batched
+     * decode's tokens are of different sequences, which the flash-attention tiles (one
+     * sequence's K/V per 64 query tokens) would take one row at a time. */
+    if (!ex && (rows < target || n <= 64)) {
         bool dec = false;
         ST_TRY(st_cuda_attention_dec(s, p, &dec));
         if (dec) return ST_OK;

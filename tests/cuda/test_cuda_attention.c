@@ -120,4 +120,8 @@ void tc_test_attention(tc_ctx *c) {
     test_attention(c, "batch", ST_TYPE_Q8_0, 4, 256, 1, 64, 64, 4, 1);
     test_attention(c, "batch dk!=dv", ST_TYPE_F32, 3, 100, 0, 192, 128, 4, 2);
     test_attention(c, "many tokens", ST_TYPE_F16, 200, 600, 1, 64, 64, 4, 2);
+    /* a batched decode: 40 tokens of alternating sequences, 32 heads over 4 (the decode kernel
+     * takes up to 64 tokens) */
+    test_attention(c, "batched decode", ST_TYPE_F16, 40, 300, 0, 128, 128, 32, 4);
+    test_attention(c, "batched decode", ST_TYPE_F16, 64, 200, 1, 64, 64, 16, 2);
 }
