@@ -17,7 +17,7 @@ export STRATA_BACKEND_PATH=$B/lib/strata/backends
 S=$B/bin/strata
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
 t0=$(date +%s)
-timeout 120 "$B/bin/test_cuda_ops" "$SO" > "$O/ops.log" 2>&1
+timeout 300 "$B/bin/test_cuda_ops" "$SO" > "$O/ops.log" 2>&1
 echo "cuda_ops rc=$? $(tail -1 "$O/ops.log") ($(($(date +%s) - t0)) s)"
 grep '^FAIL' "$O/ops.log" | head -15
 t0=$(date +%s)

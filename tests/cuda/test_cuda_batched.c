@@ -25,10 +25,12 @@ static const uint32_t k_types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0, ST_
 /* Normalized RMS bound: 8-bit activations for the block formats, F16 tiles past the GEMV. */
 static double bt_tol(uint32_t wt) { return wt == ST_TYPE_F16 ? 5e-3 : 1e-2; }
 
-/* The worst error over the token counts of one (op, format), reported once. */
+/* The worst error over the token counts of one (op, format), reported once; a call that
+ * failed (error -1) is kept with its reason. */
 typedef struct {
     double worst;
     int worst_n, bad_n, nan_bad, ran;
+    char why[160];
 } bt_worst;
 
 static void bt_note(bt_worst *w, double e, int nan_bad, int n, double tol) {
@@ -37,10 +39,15 @@ static void bt_note(bt_worst *w, double e, int nan_bad, int n, double tol) {
         if (!w->bad_n) w->bad_n = n;
         w->nan_bad += nan_bad;
     }
-    if (e > w->worst || e != e || e < 0) {
+    if (w->worst_n == 0 || e > w->worst || e != e) {
         w->worst = e;
         w->worst_n = n;
     }
+}
+
+/* Records why a call of token count n failed (the first one). */
+static void bt_failed(bt_worst *w, int n, const char *who, const char *text) {
+    if (!w->why[0]) snprintf(w->why, sizeof w->why, "n=%d %s: %s", n, who, text);
 }
 
 static void bt_report(tc_ctx *c, const bt_worst *w, const char *op, uint32_t wt, double tol) {
@@ -49,8 +56,20 @@ static void bt_report(tc_ctx *c, const bt_worst *w, const char *op, uint32_t wt,
                 w->worst, w->worst_n);
     else
         tc_fail(c, "batched %s %s: %d of %d token counts ran; first bad n=%d, worst err %.3e at n=%d (bound %.0e), "
-                "%d NaN/Inf mismatches", op, st_type_name(wt), w->ran, BT_MAX_TOKENS, w->bad_n, w->worst, w->worst_n,
-                tol, w->nan_bad);
+                "%d NaN/Inf mismatches%s%s", op, st_type_name(wt), w->ran, BT_MAX_TOKENS, w->bad_n, w->worst,
+                w->worst_n, tol, w->nan_bad, w->why[0] ? "; " : "", w->why);
+}
+
+/* The error of the device output against the reference's after both calls (the device one
+ * only made when the reference's succeeded), or -1 with the reason noted when one failed. */
+static double bt_judge(tc_ctx *c, bt_worst *w, int n, st_status rs, st_status ds, const st_tensor *ref,
+                       const st_tensor *dv, int *nan_bad) {
+    double mx;
+    *nan_bad = 0;
+    if (rs != ST_OK) bt_failed(w, n, "ref", st_ref_last_error());
+    else if (ds != ST_OK) bt_failed(w, n, "device", c->api->last_error());
+    else return tc_error(c, ref, dv, nan_bad, &mx);
+    return -1;
 }
 
 /* Host bytes into an existing device buffer (synchronous); 0 on failure (reported). */
@@ -89,9 +108,11 @@ static void bt_dense(tc_ctx *c, uint32_t wt) {
         st_tensor out = tc_host_fill(ST_TYPE_F32, M, n, 1, 7.0f);
         st_matmul_args ha = {.size = sizeof ha, .w = w, .x = hx, .out = out}, da = {.size = sizeof da, .w = dw, .x = ddx, .out = dout};
         int nan_bad = 0;
-        double mx, e = -1;
-        if (bt_load(c, &da.out, &out) && st_ref_matmul(&ha) == ST_OK && c->api->ops->matmul(c->s, &da) == ST_OK)
-            e = tc_error(c, &out, &da.out, &nan_bad, &mx);
+        double e = -1;
+        if (bt_load(c, &da.out, &out)) {
+            const st_status rs = st_ref_matmul(&ha), ds = rs == ST_OK ? c->api->ops->matmul(c->s, &da) : ST_OK;
+            e = bt_judge(c, &bw, n, rs, ds, &out, &da.out, &nan_bad);
+        }
         bt_note(&bw, e, nan_bad, n, bt_tol(wt));
         free(out.data);
     }
@@ -142,7 +163,8 @@ static int bt_route_up(tc_ctx *c, bt_routing *r, int n) {
 
 /* MOE_GATE_UP, MOE_MATMUL (scaled) and MOE_DOWN (accumulating) of n = 1..64 tokens. */
 static void bt_experts(tc_ctx *c, uint32_t wt) {
-    const int64_t K = st_type_get(wt)->block_size > 32 ? 256 : 128, F = 64;
+    /* both K (gate, up) and F (down) are rows of the format's blocks */
+    const int64_t K = st_type_get(wt)->block_size > 32 ? 256 : 128, F = st_type_get(wt)->block_size > 32 ? 256 : 64;
     st_tensor wg = tc_host_rand(wt, K, F, BT_SLOTS, -1, 1), wu = tc_host_rand(wt, K, F, BT_SLOTS, -1, 1);
     st_tensor wd = tc_host_rand(wt, F, K, BT_SLOTS, -1, 1);
     st_tensor x = tc_host_rand(ST_TYPE_F32, K, BT_MAX_TOKENS, 1, -1, 1);
@@ -159,7 +181,8 @@ static void bt_experts(tc_ctx *c, uint32_t wt) {
         const int A = n * BT_K_CHOICES;
         if (!bt_route_up(c, &r, n)) break;
         int nan_bad = 0;
-        double mx, e = -1;
+        double e = -1;
+        st_status rs, ds;
         /* gate and up: out [A][F], rows of non-resident experts keep their poison */
         st_tensor hx = x, ddx = dx;
         hx.ne[1] = ddx.ne[1] = n;
@@ -170,22 +193,22 @@ static void bt_experts(tc_ctx *c, uint32_t wt) {
                                   .scratch = sg, .slot_table = r.table, .expert = r.ids, .x_row = r.x_row};
         st_moe_gate_up_args dg = {.size = sizeof dg, .n_assign = A, .w_gate = dwg, .w_up = dwu, .x = ddx, .out = dog,
                                   .scratch = dsg, .slot_table = r.d_table, .expert = r.d_ids, .x_row = r.d_x_row};
-        if (st_ref_moe_gate_up(&hg) == ST_OK && c->api->ops->moe_gate_up(c->s, &dg) == ST_OK)
-            e = tc_error(c, &og, &dog, &nan_bad, &mx);
+        rs = st_ref_moe_gate_up(&hg);
+        ds = rs == ST_OK ? c->api->ops->moe_gate_up(c->s, &dg) : ST_OK;
+        e = bt_judge(c, &bg, n, rs, ds, &og, &dog, &nan_bad);
         bt_note(&bg, e, nan_bad, n, bt_tol(wt));
         /* the gate projection alone, scaled per assignment (MOE_MATMUL); skipped rows stay 0 */
-        e = -1;
         memset(sg.data, 0, tc_bytes(&sg));
         bt_load(c, &dsg, &sg);
         st_moe_matmul_args hm = {.size = sizeof hm, .n_assign = A, .w = wg, .x = hx, .out = sg, .slot_table = r.table,
                                  .expert = r.ids, .x_row = r.x_row, .scale = r.wts};
         st_moe_matmul_args dm = {.size = sizeof dm, .n_assign = A, .w = dwg, .x = ddx, .out = dsg,
                                  .slot_table = r.d_table, .expert = r.d_ids, .x_row = r.d_x_row, .scale = r.d_wts};
-        if (st_ref_moe_matmul(&hm) == ST_OK && c->api->ops->moe_matmul(c->s, &dm) == ST_OK)
-            e = tc_error(c, &sg, &dsg, &nan_bad, &mx);
+        rs = st_ref_moe_matmul(&hm);
+        ds = rs == ST_OK ? c->api->ops->moe_matmul(c->s, &dm) : ST_OK;
+        e = bt_judge(c, &bm, n, rs, ds, &sg, &dsg, &nan_bad);
         bt_note(&bm, e, nan_bad, n, bt_tol(wt));
         /* down: out [n][K] += sum_j w_j Wd . xd[t k + j] */
-        e = -1;
         st_tensor hxd = xd, dxdn = dxd;
         hxd.ne[1] = dxdn.ne[1] = A;
         st_tensor od = tc_host_rand(ST_TYPE_F32, K, n, 1, -1, 1), sd = tc_host_fill(ST_TYPE_F32, K, A, 1, 0.0f);
@@ -195,8 +218,9 @@ static void bt_experts(tc_ctx *c, uint32_t wt) {
                                .slot_table = r.table, .ids = r.ids, .weights = r.wts, .accumulate = 1};
         st_moe_down_args dd = {.size = sizeof dd, .k = BT_K_CHOICES, .w = dwd, .x = dxdn, .out = dod, .scratch = dsd,
                                .slot_table = r.d_table, .ids = r.d_ids, .weights = r.d_wts, .accumulate = 1};
-        if (st_ref_moe_down(&hd) == ST_OK && c->api->ops->moe_down(c->s, &dd) == ST_OK)
-            e = tc_error(c, &od, &dod, &nan_bad, &mx);
+        rs = st_ref_moe_down(&hd);
+        ds = rs == ST_OK ? c->api->ops->moe_down(c->s, &dd) : ST_OK;
+        e = bt_judge(c, &bd, n, rs, ds, &od, &dod, &nan_bad);
         bt_note(&bd, e, nan_bad, n, bt_tol(wt));
         free(og.data);
         free(sg.data);
