@@ -4,7 +4,9 @@
 # - 64 greedy tokens from the same prompt (`strata run`, KV F16) on CUDA, the CPU module and the
 #   reference;
 # - the logits of every position of a 96-token sequence on the decode path (`-b 8`: steps of 8
-#   tokens, the GEMVs that multiply 8-bit activations, KV F32) of CUDA against the CPU module;
+#   tokens, the GEMVs that multiply 8-bit activations, KV F32) of CUDA against the CPU module,
+#   and the same in steps of 32 tokens (`-b 32`: the batched-decode sizes, CUDA's GEMV column
+#   groups and its expert GEMV grouped by expert);
 # - the same sequence in one prefill step (CUDA's tensor-core tiles, F16 activations) against
 #   the reference.
 # Both modules quantize decode activations to the same integers (backends/cuda/cuda_gemv.cuh), so
@@ -14,7 +16,7 @@
 # a second build of the CPU module (AVX2, `STRATA_CPU_DISABLE=avx512f`, when the host has
 # AVX-512): that is how far two correct builds of the same arithmetic part on that model.
 # A case is
-# - ok: CUDA's greedy text equals the CPU module's and its decode-path logits are within LIMIT
+# - ok: CUDA's greedy text equals the CPU module's and its decode-path logits (both step sizes) are within LIMIT
 #   (the format's: 1e-2 for F16, 5e-2 for 8-bit and 4-6-bit weights) of the CPU module's;
 # - ill-conditioned: not ok, and the CPU module's two builds do not meet the same bar with each
 #   other either (the model's greedy text is not determined at float precision; reported with
@@ -43,7 +45,7 @@ err() { local o rc=0; o=$("$cmp" "$1" "$2" "$3" "$4" 2>&1) || rc=1; echo "$o" | 
 same() { [ "$1" = "$2" ] && echo "greedy same" || echo "greedy DIFFERS"; }
 # check NAME MODEL LIMIT PROMPT: one case (prints two lines)
 check() {
-  local name=$1 m=$2 limit=$3 prompt=$4 nv a b b2 r e_gc e_cc e_gr e_cr ok_gc=1 ok_cc=1 pre="within" verdict
+  local name=$1 m=$2 limit=$3 prompt=$4 nv a b b2 r e_gc e_g32 e_cc e_gr e_cr ok_gc=1 ok_cc=1 pre="within" verdict
   nv=$("$strata" gguf "$m" | sed -n 's/.*tokenizer.ggml.tokens *\[string x \([0-9]*\)\].*/\1/p' | head -1)
   a=$(greedy "$m" "$dev" "$prompt")
   b=$(greedy "$m" cpu "$prompt")
@@ -53,7 +55,10 @@ check() {
   logits "$m" cpu "$work/c.f32"
   logits "$m" "$dev" "$work/g8.f32" "-b 8"
   logits "$m" cpu "$work/c8.f32" "-b 8"
+  logits "$m" "$dev" "$work/g32.f32" "-b 32"
+  logits "$m" cpu "$work/c32.f32" "-b 32"
   e_gc=$(err "$work/g8.f32" "$work/c8.f32" "$nv" "$limit") || ok_gc=0
+  e_g32=$(err "$work/g32.f32" "$work/c32.f32" "$nv" "$limit") || ok_gc=0
   e_gr=$(err "$work/g.f32" "$work/r.f32" "$nv" "$limit") || { pre="OUTSIDE"; n_pre=$((n_pre + 1)); }
   e_cr=$(err "$work/c.f32" "$work/r.f32" "$nv" "$limit") || true
   local self="no second CPU build on this host"
@@ -67,19 +72,23 @@ check() {
   if [ "$a" = "$b" ] && [ $ok_gc = 1 ]; then verdict=ok; n_ok=$((n_ok + 1))
   elif [ -n "$cpu2" ] && [ $ok_cc = 0 ]; then verdict=ill-conditioned; n_ill=$((n_ill + 1))
   else verdict=FAIL; n_fail=$((n_fail + 1)); fail=1; fi
-  echo "$name: $verdict; $dev-cpu: $(same "$a" "$b"), decode path $e_gc; cpu avx2-avx512: $self"
+  echo "$name: $verdict; $dev-cpu: $(same "$a" "$b"), decode path $e_gc, steps of 32 $e_g32; cpu avx2-avx512: $self"
   echo "    prefill $dev-ref: $e_gr ($pre the limit $limit); cpu-ref: $e_cr; $dev-ref $(same "$a" "$r")"
 }
 if [ -n "${5:-}" ]; then
   check "$(basename "$5")" "$5" 1e-2 "Once upon a time"
 fi
 # the tiny preset of every architecture, plus a qwen3moe with head dim 128 and 512-wide rows
-# (the shapes of the tensor-core prefill and decode attention paths)
-for arch in llama qwen2 qwen3 qwen2moe qwen3moe olmoe qwen3moe-hd128; do
-  for type in F16 Q8_0 Q4_K Q6_K; do
+# (the shapes of the tensor-core prefill and decode attention paths); deepseek2 with sigmoid
+# gating and group-limited routing (ROUTER_GROUPS), gpt-oss also in MXFP4
+for arch in llama qwen2 qwen3 qwen2moe qwen3moe olmoe qwen3moe-hd128 deepseek2 gpt-oss glm4moe; do
+  types="F16 Q8_0 Q4_K Q6_K"
+  [ "$arch" = gpt-oss ] && types="$types MXFP4"
+  for type in $types; do
     m="$work/$arch-$type.gguf"
     shape=(--arch "$arch" --preset tiny)
     [ "$arch" = qwen3moe-hd128 ] && shape=(--arch qwen3moe --preset tiny --layers 2 --embd 512 --heads 8 --kv-heads 2 --head-dim 128 --experts 16 --experts-used 4 --expert-ff 256)
+    [ "$arch" = deepseek2 ] && shape+=(--gating sigmoid --expert-groups 4 --groups-used 2)
     "$strata" gen-model "${shape[@]}" --type "$type" --vocab-from "$vocab" --seed 7 --router-skew 1 --out "$m" >/dev/null
     limit=5e-2; [ "$type" = F16 ] && limit=1e-2
     check "$arch $type" "$m" "$limit" "The quick brown fox"

@@ -4,6 +4,7 @@
 if(TARGET strata-cuda AND TARGET st_ref)
   add_executable(test_cuda_ops cuda/cuda_harness.c cuda/test_cuda_dense.c cuda/test_cuda_moe.c
                  cuda/test_cuda_attention.c cuda/test_cuda_misc.c cuda/test_cuda_bench.c cuda/ref_mock.c
+                 cuda/test_cuda_batched.c
                  cuda/test_cuda_parity.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_scalar.c ${PROJECT_SOURCE_DIR}/backends/cpu/kernels_fp4.c
                  ${PROJECT_SOURCE_DIR}/backends/cpu/cpu_dequant.c)
   # the CPU module's scalar kernel table, the partner the decode GEMV must agree with

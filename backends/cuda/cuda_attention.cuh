@@ -8,7 +8,7 @@
 
 #define ST_ATT_WARPS 4
 #define ST_ATT_DECODE_CHUNK 64 /* positions per block when the sequence is split */
-#define ST_ATT_MAX_HD 512
+#define ST_ATT_MAX_HD 576 /* DeepSeek MLA: 512 latent + 64 rotated dims per K row */
 #define ST_ATT_PER_LANE (ST_ATT_MAX_HD / ST_WARP)
 
 struct st_att_params {
@@ -22,7 +22,19 @@ struct st_att_params {
     int max_pos, n_split, chunk;
     float scale;
     float *part;                /* [n][n_head][n_split][hd + 2] when n_split > 1 */
+    int window;                 /* ATTENTION_EX: positions >= kv_len - window only (0: all) */
+    const float *sinks;         /* ATTENTION_EX: [n_head] sink logits, or NULL */
 };
+
+/* Head h's sink logit (ATTENTION_EX) joins a softmax whose largest score is M and sum Ls:
+ * Ls becomes the new sum, and the result is the factor for the values accumulated against M. */
+__device__ __forceinline__ float st_att_sink(const st_att_params &p, int64_t h, float M, float &Ls) {
+    if (!p.sinks) return 1.0f;
+    const float sk = p.sinks[h], M2 = fmaxf(M, sk);
+    const float f = Ls > 0.0f ? expf(M - M2) : 0.0f;
+    Ls = Ls * f + expf(sk - M2);
+    return f;
+}
 
 /* A warp's view of one (token i, head h) row: visible positions L (kv_len clamped to
  * max_pos), the sequence's cell table row, the mask row (or NULL), and the query spread over

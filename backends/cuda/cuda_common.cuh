@@ -156,7 +156,7 @@ static inline const char *st_cuda_type_name(uint32_t t) {
     case ST_TYPE_Q2_K: return "Q2_K"; case ST_TYPE_Q3_K: return "Q3_K"; case ST_TYPE_Q4_K: return "Q4_K";
     case ST_TYPE_Q5_K: return "Q5_K"; case ST_TYPE_Q6_K: return "Q6_K"; case ST_TYPE_Q8_K: return "Q8_K";
     case ST_TYPE_IQ4_NL: return "IQ4_NL"; case ST_TYPE_IQ4_XS: return "IQ4_XS"; case ST_TYPE_I8: return "I8";
-    case ST_TYPE_I16: return "I16"; case ST_TYPE_I32: return "I32";
+    case ST_TYPE_I16: return "I16"; case ST_TYPE_I32: return "I32"; case ST_TYPE_MXFP4: return "MXFP4";
     default: return "?";
     }
 }

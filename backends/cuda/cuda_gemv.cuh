@@ -53,9 +53,33 @@ __device__ __forceinline__ int st_q8_one(float x, float id) {
     return q > 127 ? 127 : q < -127 ? -127 : q;
 }
 
+/* Bytes the q8 rows of n_x rows of K take at the start of the workspace (st_q8_layout). */
+uint64_t st_q8_bytes(int64_t n_x, int64_t K);
+
+/* The expert assignments of one call sorted by slot (k_moe.cu), in the stream workspace: per
+ * slot counts and fill positions, the assignment list grouped by slot, and the tiles (slot,
+ * first list index, count) of at most bn assignments each. */
+struct st_moe_sorted {
+    int *cnt, *fill, *list; /* [n_slots], [n_slots], [n_assign] */
+    int3 *tiles;            /* [max_tiles] */
+    int *n_tiles;           /* tiles written (device) */
+    int max_tiles;
+    int bn;                 /* most assignments per tile */
+    uint64_t ws_used;       /* workspace bytes up to the end of the arrays */
+};
+/* Places the sort's arrays in the workspace from byte `off` on for tiles of at most bn
+ * assignments; false when they do not fit (or need more than 65535 tiles). */
+bool st_moe_sorted_carve(st_stream *s, uint64_t off, int64_t n_slots, int n_assign, int bn, st_moe_sorted *q);
+/* Launches the sort of n_assign assignments (expert -> slot through slot_table; those with no
+ * slot or an x row outside [0, n_x) are left out) into q's arrays. */
+void st_moe_sort_launch(st_stream *s, const int32_t *slot_table, const int32_t *expert, const int32_t *x_row,
+                        int64_t n_x, int n_assign, int64_t n_slots, const st_moe_sorted &q);
+
 bool st_gemv_fast(st_stream *s, const st_matmul_args *a, st_status *st);
+/* MOE_MATMUL with at most ST_GV_MOE_MAX_ASSIGN assignments (a block row each), or grouped by
+ * slot up to the grouped limit. */
 bool st_moe_gemv_fast(st_stream *s, const st_moe_matmul_args *a, st_status *st);
-/* MOE_GATE_UP with at most ST_GV_MOE_MAX_ASSIGN assignments: both weights in one pass. */
+/* MOE_GATE_UP, as MOE_MATMUL's: both weights in one pass. */
 bool st_moe_gateup_gemv_fast(st_stream *s, const st_moe_gate_up_args *a, st_status *st);
 /* MOE_DOWN with at most ST_GV_MOE_MAX_ASSIGN choices in all: one block row per token sums its
  * choices in a fixed order. */

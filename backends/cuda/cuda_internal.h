@@ -131,6 +131,9 @@ st_status st_cuda_topk(st_stream *s, const st_topk_args *a);
 st_status st_cuda_attn_prep(st_stream *s, const st_attn_prep_args *a);
 st_status st_cuda_moe_gate_up(st_stream *s, const st_moe_gate_up_args *a);
 st_status st_cuda_moe_down(st_stream *s, const st_moe_down_args *a);
+st_status st_cuda_attention_ex(st_stream *s, const st_attention_ex_args *a);
+st_status st_cuda_swiglu_oai(st_stream *s, const st_swiglu_oai_args *a);
+st_status st_cuda_router_groups(st_stream *s, const st_router_groups_args *a);
 
 #ifdef __cplusplus
 }

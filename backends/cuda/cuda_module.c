@@ -636,6 +636,9 @@ static const st_backend_ops g_ops = {
     .attn_prep = st_cuda_attn_prep,
     .moe_gate_up = st_cuda_moe_gate_up,
     .moe_down = st_cuda_moe_down,
+    .attention_ex = st_cuda_attention_ex,
+    .swiglu_oai = st_cuda_swiglu_oai,
+    .router_groups = st_cuda_router_groups,
 };
 
 static const st_backend_api g_api = {

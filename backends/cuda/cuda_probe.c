@@ -325,7 +325,7 @@ static int is_weight_type(uint32_t t) {
     case ST_TYPE_F32: case ST_TYPE_F16: case ST_TYPE_BF16: case ST_TYPE_Q4_0: case ST_TYPE_Q4_1:
     case ST_TYPE_Q5_0: case ST_TYPE_Q5_1: case ST_TYPE_Q8_0: case ST_TYPE_Q2_K: case ST_TYPE_Q3_K:
     case ST_TYPE_Q4_K: case ST_TYPE_Q5_K: case ST_TYPE_Q6_K: case ST_TYPE_IQ4_NL:
-    case ST_TYPE_IQ4_XS:
+    case ST_TYPE_IQ4_XS: case ST_TYPE_MXFP4:
         return 1;
     default:
         return 0;
@@ -345,11 +345,11 @@ int st_cuda_op_supported(uint32_t index, uint32_t op, uint32_t wtype) {
     switch (op) {
     case ST_OP_GET_ROWS: case ST_OP_MATMUL: case ST_OP_MOE_MATMUL: case ST_OP_MOE_GATE_UP: case ST_OP_MOE_DOWN:
         return is_weight_type(wtype);
-    case ST_OP_KV_WRITE: case ST_OP_ATTENTION: case ST_OP_ATTN_PREP: /* activation type or cache type */
+    case ST_OP_KV_WRITE: case ST_OP_ATTENTION: case ST_OP_ATTN_PREP: case ST_OP_ATTENTION_EX: /* activation or cache type */
         return is_act_type(wtype) || wtype == ST_TYPE_Q8_0;
-    case ST_OP_ROUTER: case ST_OP_ARGMAX: case ST_OP_TOPK:
+    case ST_OP_ROUTER: case ST_OP_ROUTER_GROUPS: case ST_OP_ARGMAX: case ST_OP_TOPK:
         return wtype == ST_TYPE_F32;
-    case ST_OP_RMS_NORM: case ST_OP_ROPE: case ST_OP_SWIGLU: case ST_OP_MOE_COMBINE:
+    case ST_OP_RMS_NORM: case ST_OP_ROPE: case ST_OP_SWIGLU: case ST_OP_SWIGLU_OAI: case ST_OP_MOE_COMBINE:
     case ST_OP_ADD: case ST_OP_SCALE: case ST_OP_CONVERT: case ST_OP_MUL_ROWS:
         return is_act_type(wtype);
     default:

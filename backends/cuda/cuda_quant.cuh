@@ -19,6 +19,7 @@ static_assert(sizeof(st_block_q4_K) == 144, "q4_K");
 static_assert(sizeof(st_block_q5_K) == 176, "q5_K");
 static_assert(sizeof(st_block_q6_K) == 210, "q6_K");
 static_assert(sizeof(st_block_iq4_xs) == 136, "iq4_xs");
+static_assert(sizeof(st_block_mxfp4) == 17, "mxfp4");
 
 /* The 16 levels of IQ4_NL / IQ4_XS (a fact of the format). The decoders are host+device so a
  * host test can check them against core/quant without a GPU. */
@@ -30,6 +31,23 @@ static const int8_t st_kiq4nl_h[16] = ST_IQ4NL_LEVELS;
 #else
 #define st_kiq4nl st_kiq4nl_h
 #endif
+
+/* The 16 MXFP4 levels (E2M1 values doubled, as core/quant keeps them) and the E8M0 scale as
+ * the float 2^(e - 128) that multiplies them. */
+#define ST_MXFP4_LEVELS {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+__constant__ static const int8_t st_kmxfp4_d[16] = ST_MXFP4_LEVELS;
+static const int8_t st_kmxfp4_h[16] = ST_MXFP4_LEVELS;
+#ifdef __CUDA_ARCH__
+#define st_kmxfp4 st_kmxfp4_d
+#else
+#define st_kmxfp4 st_kmxfp4_h
+#endif
+__host__ __device__ __forceinline__ float st_e8m0_half(uint32_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 
 __host__ __device__ __forceinline__ float st_ldh(const uint8_t *p) { return st_h2f((uint16_t)(p[0] | (p[1] << 8))); }
 
@@ -106,6 +124,15 @@ ST_QT_HEAD(ST_TYPE_IQ4_NL, 32, 18)
     const int sh = e0 >= 16 ? 4 : 0;
 #pragma unroll
     for (int t = 0; t < 8; t++) v[t] = (float)st_kiq4nl[(qs[t] >> sh) & 0xF] * d;
+ST_QT_TAIL
+
+/* MXFP4: e @0, qs[16] @1; element j < 16 in the low nibble of qs[j], j + 16 in its high one. */
+ST_QT_HEAD(ST_TYPE_MXFP4, 32, 17)
+    const float d = st_e8m0_half(b[0]);
+    const uint8_t *qs = b + 1 + (e0 & 15);
+    const int sh = e0 >= 16 ? 4 : 0;
+#pragma unroll
+    for (int t = 0; t < 8; t++) v[t] = (float)st_kmxfp4[(qs[t] >> sh) & 0xF] * d;
 ST_QT_TAIL
 
 /* Q2_K: scales[16] @0, qs[64] @16, d @80, dmin @82. */
@@ -233,6 +260,7 @@ template <int T> __host__ __device__ __forceinline__ float st_qt_plain_deq1(cons
     case ST_TYPE_Q6_K: return CALL(ST_TYPE_Q6_K);                     \
     case ST_TYPE_IQ4_NL: return CALL(ST_TYPE_IQ4_NL);                 \
     case ST_TYPE_IQ4_XS: return CALL(ST_TYPE_IQ4_XS);                 \
+    case ST_TYPE_MXFP4: return CALL(ST_TYPE_MXFP4);                   \
     default: break;                                                   \
     }
 
@@ -241,7 +269,7 @@ static inline int st_w_qk(uint32_t t) {
     switch (t) {
     case ST_TYPE_F32: case ST_TYPE_F16: case ST_TYPE_BF16: return 1;
     case ST_TYPE_Q4_0: case ST_TYPE_Q4_1: case ST_TYPE_Q5_0: case ST_TYPE_Q5_1: case ST_TYPE_Q8_0:
-    case ST_TYPE_IQ4_NL: return 32;
+    case ST_TYPE_IQ4_NL: case ST_TYPE_MXFP4: return 32;
     case ST_TYPE_Q2_K: case ST_TYPE_Q3_K: case ST_TYPE_Q4_K: case ST_TYPE_Q5_K: case ST_TYPE_Q6_K:
     case ST_TYPE_IQ4_XS: return 256;
     default: return 0;

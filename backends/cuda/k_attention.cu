@@ -4,7 +4,8 @@
  * (few tokens x heads) the positions are split across blocks (flash-decoding): each split
  * writes (max, sum, acc) partials into the stream's workspace and a second kernel merges them.
  * Works for any n; positions past kv_len[i] and fully masked rows contribute nothing (a row
- * with no visible position yields zeros). */
+ * with no visible position yields zeros). ATTENTION_EX (gpt-oss) runs here too: a sliding window
+ * moves each row's first position, and a per-head sink logit joins the softmax's sum. */
 #include "cuda/cuda_attention.cuh"
 
 __device__ __forceinline__ float st_cache_ld(const char *row, int type, int64_t d) {
@@ -24,8 +25,9 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
     const int64_t kvh = h / (p.n_head / p.n_kv);
     float qv[ST_ATT_PER_LANE], acc[ST_ATT_PER_LANE];
     const st_att_row rw = st_att_row_setup(p, i, h, lane, qv, acc);
-    const int p0 = split * p.chunk;
-    const int p1 = min(rw.L, p0 + p.chunk);
+    const int lo = p.window > 0 && rw.L > p.window ? rw.L - p.window : 0;
+    const int p0 = max(split * p.chunk, lo);
+    const int p1 = min(rw.L, split * p.chunk + p.chunk);
     const int32_t *cells = rw.cells;
     const float *mrow = rw.mrow;
     const int64_t dv = p.dv;
@@ -86,7 +88,8 @@ __global__ void __launch_bounds__(ST_ATT_WARPS * ST_WARP) k_attention(st_att_par
         return;
     }
     char *orow = st_row(p.out, i * p.n_head + h);
-    const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+    const float fs = st_att_sink(p, h, M, Ls);
+    const float inv = Ls > 0.0f ? fs / Ls : 0.0f;
     for (int64_t d = threadIdx.x; d < dv; d += blockDim.x) {
         float a = 0.0f;
         for (int w = 0; w < ST_ATT_WARPS; w++) a += sm_acc[w][d] * f[w];
@@ -121,8 +124,9 @@ __global__ void k_attention_merge(st_att_params p) {
             sf[s] = f;
             ls += l * f;
         }
-        const float Ls = st_block_sum(ls, red);
-        const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+        float Ls = st_block_sum(ls, red);
+        const float fs = st_att_sink(p, h, M, Ls);
+        const float inv = Ls > 0.0f ? fs / Ls : 0.0f;
         for (int64_t d = threadIdx.x; d < p.dv; d += blockDim.x) {
             float a = 0.0f;
             for (int s = 0; s < p.n_split; s++)
@@ -137,7 +141,8 @@ __global__ void k_attention_merge(st_att_params p) {
         const float l = part[s * w + 1];
         if (l > 0.0f) Ls += l * expf(part[s * w] - M);
     }
-    const float inv = Ls > 0.0f ? 1.0f / Ls : 0.0f;
+    const float fs = st_att_sink(p, h, M, Ls);
+    const float inv = Ls > 0.0f ? fs / Ls : 0.0f;
     for (int64_t d = threadIdx.x; d < p.dv; d += blockDim.x) {
         float a = 0.0f;
         for (int s = 0; s < p.n_split; s++) {
@@ -168,8 +173,8 @@ static st_status check_cache(const st_tensor &c, const char *name, int64_t hd, i
     return ST_OK;
 }
 
-extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a) {
-    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda attention: NULL argument");
+/* ATTENTION, and ATTENTION_EX with a window or sinks (those take the general kernel only). */
+static st_status st_attention_run(st_stream *s, const st_attention_args *a, int window, const float *sinks) {
     ST_TRY(st_check_act(a->q, "attention", "q"));
     ST_TRY(st_check_act(a->out, "attention", "out"));
     const int64_t hd = a->q.ne[0], nh = a->q.ne[1], n = a->q.ne[2] * a->q.ne[3], nkv = a->k_cache.ne[1];
@@ -212,6 +217,9 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.max_pos = a->max_pos;
     p.scale = a->scale;
     p.part = (float *)s->ws;
+    p.window = window;
+    p.sinks = sinks;
+    const bool ex = window > 0 || sinks;
     /* Split the sequence when (tokens x heads) alone cannot fill the device. Each warp walks
      * its positions one after another (a chain of dependent loads per position), so the chunks
      * are short: ST_ATT_DECODE_CHUNK positions per block. kv_len is only known on the device,
@@ -229,18 +237,20 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
     p.chunk = (a->max_pos + n_split - 1) / n_split;
     ST_TRY(st_cuda_use(s->dev));
     /* decode-sized batches: the cluster kernel when the device and shapes allow (one launch,
-     * no workspace, the split follows kv_len on the device) */
-    if (rows < target || n < 16) {
+     * no workspace, the split follows kv_len on the device). Up to 64 tokens always: a batched
+     * decode's tokens are of different sequences, which the flash-attention tiles (one
+     * sequence's K/V per 64 query tokens) would take one row at a time. */
+    if (!ex && (rows < target || n <= 64)) {
         bool dec = false;
         ST_TRY(st_cuda_attention_dec(s, p, &dec));
         if (dec) return ST_OK;
     }
-    if (n_split == 1) {
+    if (n_split == 1 && !ex) {
         bool ran = false;
         const st_status st = st_cuda_attention_tc(s, p, &ran);
         if (ran || st != ST_OK) return st;
     }
-    if (n_split > 1) {
+    if (n_split > 1 && !ex) {
         bool gqa = false;
         ST_TRY(st_cuda_attention_gqa(s, p, &gqa));
         if (gqa) return ST_OK;
@@ -251,4 +261,15 @@ extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a)
         k_attention_merge<<<(unsigned)rows, 128, 0, s->s>>>(p);
     }
     return st_cuda_launched(s, "attention");
+}
+
+extern "C" st_status st_cuda_attention(st_stream *s, const st_attention_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda attention: NULL argument");
+    return st_attention_run(s, a, 0, NULL);
+}
+
+extern "C" st_status st_cuda_attention_ex(st_stream *s, const st_attention_ex_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda attention_ex: NULL argument");
+    if (a->window < 0) return st_mod_fail(ST_INVALID, "cuda attention_ex: window %d is negative", a->window);
+    return st_attention_run(s, &a->base, a->window, a->sinks);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Row-wise and element-wise ops: RMS_NORM (fused residual add), ADD, SCALE, CONVERT,
- * MUL_ROWS, SWIGLU. Tensors are strided views of up to 4 dims with a contiguous dim 0;
+ * MUL_ROWS, SWIGLU, SWIGLU_OAI. Tensors are strided views of up to 4 dims with a contiguous dim 0;
  * outputs may alias inputs where the header allows it (each element is read before it is
  * written by the same thread). */
 #include "cuda/cuda_gemv.cuh"
@@ -12,10 +12,11 @@ static unsigned ew_grid(int64_t total) {
     return (unsigned)(b > 65535ll * 16 ? 65535ll * 16 : (b < 1 ? 1 : b));
 }
 
-enum { ST_EW_ADD = 0, ST_EW_SCALE = 1, ST_EW_CONVERT = 2, ST_EW_MUL_ROWS = 3, ST_EW_SWIGLU = 4 };
+enum { ST_EW_ADD = 0, ST_EW_SCALE = 1, ST_EW_CONVERT = 2, ST_EW_MUL_ROWS = 3, ST_EW_SWIGLU = 4, ST_EW_SWIGLU_OAI = 5 };
 
-/* One generic element-wise kernel: out[r][e] = f(a[r][e], b ...). */
-__global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64_t rows, int64_t K, float s,
+/* One generic element-wise kernel: out[r][e] = f(a[r][e], b ...); s and s2 are the op's
+ * constants (SCALE: s; SWIGLU_OAI: alpha, limit). */
+__global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64_t rows, int64_t K, float s, float s2,
                               int b_bcast, int sigm) {
     const int64_t total = rows * K;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
@@ -38,6 +39,11 @@ __global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64
             y = x / (1.0f + expf(-x)) * u;
             break;
         }
+        case ST_EW_SWIGLU_OAI: { /* x = min(gate, limit), u = clamp(up, -limit, limit) */
+            const float g = fminf(x, s2), u = fminf(fmaxf(st_ld(st_row(b, r), b.type, e), -s2), s2);
+            y = g / (1.0f + expf(-s * g)) * (u + 1.0f);
+            break;
+        }
         default: y = x; break;
         }
         st_st(st_row(out, r), out.type, e, y);
@@ -45,13 +51,13 @@ __global__ void k_elementwise(int kind, st_view a, st_view b, st_view out, int64
 }
 
 static st_status ew_launch(st_stream *s, const char *op, int kind, const st_tensor &a, const st_tensor *b,
-                           const st_tensor &out, float sc, int b_bcast, int sigm) {
+                           const st_tensor &out, float sc, int b_bcast, int sigm, float sc2 = 0.0f) {
     const int64_t K = a.ne[0], rows = st_nrows(a);
     if (!K || !rows) return ST_OK;
     ST_TRY(st_cuda_use(s->dev));
     const st_view bv = b ? st_view_of(*b) : st_view_of(a);
     k_elementwise<<<ew_grid(K * rows), ST_EW_THREADS, 0, s->s>>>(kind, st_view_of(a), bv, st_view_of(out), rows, K,
-                                                                  sc, b_bcast, sigm);
+                                                                  sc, sc2, b_bcast, sigm);
     return st_cuda_launched(s, op);
 }
 
@@ -105,6 +111,17 @@ extern "C" st_status st_cuda_swiglu(st_stream *s, const st_swiglu_args *a) {
     if (!st_same_shape(a->gate, a->up) || !st_same_shape(a->gate, a->out))
         return st_mod_fail(ST_INVALID, "cuda swiglu: gate, up and out shapes differ");
     return ew_launch(s, "swiglu", ST_EW_SWIGLU, a->gate, &a->up, a->out, 0.0f, 0, 0);
+}
+
+extern "C" st_status st_cuda_swiglu_oai(st_stream *s, const st_swiglu_oai_args *a) {
+    if (!s || !a) return st_mod_fail(ST_INVALID, "cuda swiglu_oai: NULL argument");
+    ST_TRY(st_check_act(a->gate, "swiglu_oai", "gate"));
+    ST_TRY(st_check_act(a->up, "swiglu_oai", "up"));
+    ST_TRY(st_check_act(a->out, "swiglu_oai", "out"));
+    if (!st_same_shape(a->gate, a->up) || !st_same_shape(a->gate, a->out))
+        return st_mod_fail(ST_INVALID, "cuda swiglu_oai: gate, up and out shapes differ");
+    if (!(a->limit > 0.0f)) return st_mod_fail(ST_INVALID, "cuda swiglu_oai: limit %g must be positive", (double)a->limit);
+    return ew_launch(s, "swiglu_oai", ST_EW_SWIGLU_OAI, a->gate, &a->up, a->out, a->alpha, 0, 0, a->limit);
 }
 
 /* ---- RMS norm ---------------------------------------------------------------------------- */
@@ -262,7 +279,7 @@ extern "C" st_status st_cuda_rms_norm(st_stream *s, const st_rms_norm_args *a) {
         int8_t *q8 = NULL;
         float *d8 = NULL;
         const int kind = s->q8_pref == ST_Q8_256 && K % 256 == 0 ? ST_Q8_256 : ST_Q8_32;
-        const bool q8_out = rows <= 8 && K % 32 == 0 && st_q8_layout(s, rows, K, &q8, &d8);
+        const bool q8_out = rows <= 64 && K % 32 == 0 && st_q8_layout(s, rows, K, &q8, &d8);
         if (!q8_out) q8 = NULL, d8 = NULL;
         void (*kern)(st_view, st_view, int, st_view, int, const float *, st_view, int64_t, float, int8_t *, float *,
                      int) = V == 1 ? k_rms_norm_f32<1> : V == 2 ? k_rms_norm_f32<2> : k_rms_norm_f32<4>;

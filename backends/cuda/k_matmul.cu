@@ -172,7 +172,7 @@ extern "C" st_status st_cuda_matmul(st_stream *s, const st_matmul_args *a) {
     if (!M || !n) return ST_OK;
     ST_TRY(st_cuda_use(s->dev));
     st_status fast_st;
-    if (n <= ST_GEMV_COLS && st_gemv_fast(s, a, &fast_st)) return fast_st;
+    if (st_gemv_fast(s, a, &fast_st)) return fast_st;
     const bool half = st_hmm_ok(s->dev, a->w.type, K, a->x);
     st_mm_launch L{a, s->s, M, K, n, half, half && st_hm2_ok(a->w.type, a->w.data, a->w.nb[1], 0), K, {}, false};
     L.big = L.frag && st_hm3_min_cols() > 0 && n >= st_hm3_min_cols();

@@ -124,16 +124,8 @@ __global__ void __launch_bounds__(ST_TILE_THREADS) k_moe_gemm(st_moe_params p) {
 
 /* Tensor cores, step 1 (one block): counting sort of the assignments by slot into the
  * workspace, and the list of (slot, first, count) tiles of at most q.bn assignments, so
- * the GEMM blocks share the work evenly however skewed the routing is. */
-struct st_moe_sorted {
-    int *cnt, *fill, *list; /* [n_slots], [n_slots], [n_assign] */
-    int3 *tiles;            /* [max_tiles] */
-    int *n_tiles;
-    int max_tiles;
-    int bn;           /* most assignments per tile */
-    uint64_t ws_used; /* workspace bytes the arrays take */
-};
-
+ * the GEMM blocks share the work evenly however skewed the routing is (st_moe_sorted in
+ * cuda_gemv.cuh; the grouped GEMV of k_gemv.cu uses it too). */
 /* Slots whose counters live in shared memory during the sort (16 KiB); more use the workspace.
  * The serial pass of thread 0 then reads shared memory instead of waiting on global loads. */
 #define ST_MOE_SORT_SHARED 4096
@@ -220,22 +212,33 @@ __global__ void __launch_bounds__(ST_HM2_THREADS, st_hm2_minb<T>::v) k_moe_hgemm
 /* Columns per register-fragment tile of MOE_MATMUL. */
 #define ST_MOE_HM2_NB 4
 
-/* Carves the sort's arrays from the stream workspace for tiles of at most bn assignments;
- * false when it is too small. */
-static bool st_moe_sorted_carve(st_stream *s, int64_t n_slots, int n_assign, int bn, st_moe_sorted *q) {
+bool st_moe_sorted_carve(st_stream *s, uint64_t off, int64_t n_slots, int n_assign, int bn, st_moe_sorted *q) {
     const int64_t max_tiles = n_assign / bn + (n_slots < n_assign ? n_slots : n_assign) + 1;
     const uint64_t ints = (uint64_t)(2 * n_slots + n_assign + 1), need = ints * 4 + 16 + (uint64_t)max_tiles * sizeof(int3);
-    if (need > s->ws_bytes || max_tiles > 65535) return false;
-    q->ws_used = need;
-    int *w = (int *)s->ws;
+    off = (off + 15) & ~(uint64_t)15;
+    if (off + need > s->ws_bytes || max_tiles > 65535) return false;
+    q->ws_used = off + need;
+    int *w = (int *)((char *)s->ws + off);
     q->n_tiles = w;
     q->cnt = w + 1;
     q->fill = q->cnt + n_slots;
     q->list = q->fill + n_slots;
-    q->tiles = (int3 *)((char *)s->ws + ((ints * 4 + 15) & ~(uint64_t)15));
+    q->tiles = (int3 *)((char *)s->ws + off + ((ints * 4 + 15) & ~(uint64_t)15));
     q->max_tiles = (int)max_tiles;
     q->bn = bn;
     return true;
+}
+
+void st_moe_sort_launch(st_stream *s, const int32_t *slot_table, const int32_t *expert, const int32_t *x_row,
+                        int64_t n_x, int n_assign, int64_t n_slots, const st_moe_sorted &q) {
+    st_moe_params p;
+    memset(&p, 0, sizeof p);
+    p.slot_table = slot_table;
+    p.expert = expert;
+    p.x_row = x_row;
+    p.n_x = n_x;
+    p.n_assign = n_assign;
+    k_moe_sort<<<1, 1024, 0, s->s>>>(p, (int)n_slots, q);
 }
 
 struct st_moe_launch {
@@ -297,10 +300,11 @@ extern "C" st_status st_cuda_moe_matmul(st_stream *s, const st_moe_matmul_args *
      * GEMV passes of 8. */
     L.frag = st_hm2_ok(w.type, w.data, w.nb[1], w.nb[2]);
     L.half = st_hmm_ok(s->dev, w.type, K, a->x) &&
-             st_moe_sorted_carve(s, n_slots, a->n_assign, L.frag ? ST_MOE_HM2_NB * 8 : ST_HMM_BN, &L.q);
+             st_moe_sorted_carve(s, 0, n_slots, a->n_assign, L.frag ? ST_MOE_HM2_NB * 8 : ST_HMM_BN, &L.q);
     L.tiles = a->n_assign >= (L.half ? 2 : 32) * n_slots;
+    /* decode sizes (up to the grouped limit) take the 8-bit GEMV whatever the spread */
     st_status fast_st;
-    if (!L.tiles && st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
+    if (st_moe_gemv_fast(s, a, &fast_st)) return fast_st;
     L.x16 = L.p.x;
     if (L.tiles && L.half && L.frag) L.x16 = st_hm2_x16_view(s, a->x, L.q.ws_used);
 #define ST_MOE_CALL(T) (L.run<T>(), st_cuda_launched(s, "moe_matmul"))

@@ -90,31 +90,42 @@ static double compare_floats(const float *a, const float *r, size_t n, int *nan_
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-int tc_compare(tc_ctx *c, const char *name, const st_tensor *ref, const st_tensor *dv, double tol) {
+double tc_error(tc_ctx *c, const st_tensor *ref, const st_tensor *dv, int *nan_bad, double *max_abs) {
     size_t bytes = tc_bytes(ref);
     int64_t K = ref->ne[0], rows = ref->ne[1] * ref->ne[2] * ref->ne[3];
     uint8_t *got = malloc(bytes);
     float *fa = malloc(sizeof(float) * (size_t)(K * rows + 1)), *fr = malloc(sizeof(float) * (size_t)(K * rows + 1));
-    int ok = 0;
+    double e = -1;
+    *nan_bad = 0;
+    *max_abs = 0;
     if (got && fa && fr && tc_down(c, got, dv->data, bytes)) {
         for (int64_t r = 0; r < rows; r++) {
             st_dequantize_row(ref->type, got + r * ref->nb[1], fa + r * K, K);
             st_dequantize_row(ref->type, (uint8_t *)ref->data + r * ref->nb[1], fr + r * K, K);
         }
-        int nan_bad;
-        double mx, e = compare_floats(fa, fr, (size_t)(K * rows), &nan_bad, &mx);
-        if (nan_bad == 0 && e <= tol) {
-            tc_pass(c, "%s (err %.2e, max abs %.2e)", name, e, mx);
-            ok = 1;
-        } else {
-            tc_fail(c, "%s: normalized error %.3e > %.1e or %d NaN/Inf mismatches (max abs %.3e)", name, e, tol,
-                    nan_bad, mx);
-        }
+        e = compare_floats(fa, fr, (size_t)(K * rows), nan_bad, max_abs);
     }
     free(got);
     free(fa);
     free(fr);
-    return ok;
+    return e;
+}
+
+int tc_gv_format(uint32_t wt) {
+    return wt == ST_TYPE_Q4_0 || wt == ST_TYPE_Q5_0 || wt == ST_TYPE_Q8_0 || wt == ST_TYPE_Q4_K || wt == ST_TYPE_Q5_K ||
+           wt == ST_TYPE_Q6_K || wt == ST_TYPE_MXFP4 || wt == ST_TYPE_F16 || wt == ST_TYPE_BF16;
+}
+
+int tc_compare(tc_ctx *c, const char *name, const st_tensor *ref, const st_tensor *dv, double tol) {
+    int nan_bad;
+    double mx, e = tc_error(c, ref, dv, &nan_bad, &mx);
+    if (e < 0) return 0; /* the copy failed: reported by tc_down */
+    if (nan_bad == 0 && e <= tol) {
+        tc_pass(c, "%s (err %.2e, max abs %.2e)", name, e, mx);
+        return 1;
+    }
+    tc_fail(c, "%s: normalized error %.3e > %.1e or %d NaN/Inf mismatches (max abs %.3e)", name, e, tol, nan_bad, mx);
+    return 0;
 }
 
 int tc_compare_i32(tc_ctx *c, const char *name, const int32_t *ref, const int32_t *dev_ptr, size_t n) {
@@ -198,13 +209,18 @@ int main(int argc, char **argv) {
     }
     const char *only = argc > 2 ? argv[2] : "";
     if (strcmp(argv[1], "--ref") == 0) {
-        /* harness self-check: the "device" is core/ref in host memory */
+        /* harness self-check: the "device" is core/ref in host memory; the batched group only
+         * when asked (`--ref batched`: it takes minutes on the reference) */
         tc_ctx *c = calloc(1, sizeof *c);
         c->api = tc_ref_mock_api();
-        tc_test_dense(c);
-        tc_test_moe(c);
-        tc_test_attention(c);
-        tc_test_misc_ops(c);
+        if (strstr(only, "batched")) {
+            tc_test_batched(c);
+        } else {
+            tc_test_dense(c);
+            tc_test_moe(c);
+            tc_test_attention(c);
+            tc_test_misc_ops(c);
+        }
         printf("%d passed, %d failed\n", c->n_pass, c->n_fail);
         return c->n_fail ? 1 : 0;
     }
@@ -242,6 +258,7 @@ int main(int argc, char **argv) {
     if (!*only || strstr(only, "dense")) tc_test_dense(c);
     if (!*only || strstr(only, "dense") || strstr(only, "parity")) tc_test_cpu_parity(c);
     if (!*only || strstr(only, "moe")) tc_test_moe(c);
+    if (!*only || strstr(only, "batched")) tc_test_batched(c);
     if (!*only || strstr(only, "attention")) tc_test_attention(c);
     if (!*only || strstr(only, "misc")) tc_test_misc(c);
     if (strstr(only, "bench")) tc_bench(c);

@@ -32,6 +32,12 @@ int tc_status(tc_ctx *c, const char *name, st_status got);
 /* Compare device output (device tensor dv) against the host reference tensor (ref), both of
  * ref's type and shape, with normalized RMS error <= tol and no NaN where ref has none. */
 int tc_compare(tc_ctx *c, const char *name, const st_tensor *ref, const st_tensor *dv, double tol);
+/* The normalized RMS error tc_compare judges (no line printed), with the NaN/Inf mismatches
+ * and the largest absolute difference; -1 when the device copy failed (reported). */
+double tc_error(tc_ctx *c, const st_tensor *ref, const st_tensor *dv, int *nan_bad, double *max_abs);
+/* Whether the module's 8-bit decode GEMV (k_gemv.cu) takes this weight format: MATMUL up to 32
+ * rows, the expert ops up to 512 assignments. */
+int tc_gv_format(uint32_t wt);
 /* Compare raw int32 arrays exactly. */
 int tc_compare_i32(tc_ctx *c, const char *name, const int32_t *ref, const int32_t *dev_ptr, size_t n);
 /* Compare host float arrays (device copy fetched) with tolerance. */
@@ -49,6 +55,7 @@ void tc_fail(tc_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Op groups (tests/cuda/test_cuda_*.c). */
 void tc_test_dense(tc_ctx *c);
 void tc_test_moe(tc_ctx *c);
+void tc_test_batched(tc_ctx *c); /* batched decode sizes: 1..64 tokens per step, dense and experts */
 void tc_test_cpu_parity(tc_ctx *c); /* decode GEMV vs the CPU module's kernels (device only) */
 void tc_test_attention(tc_ctx *c);
 void tc_test_misc(tc_ctx *c);     /* ops plus module services */

@@ -4,7 +4,8 @@
 # Runs the module's op tests and the shared conformance cases, the GEMV/MoE/attention timings
 # with the decode GEMV on and off, then generates a qwen3-30b-a3b-shaped Q4_K model with LAYERS
 # layers (default 8) and runs `strata bench` with graphs on/off, plus a logits comparison of
-# graph replay against direct runs. Logs go to OUT_DIR; a summary to stdout.
+# graph replay against direct runs, and the batched decode of 1-64 sequences (`--parallel`).
+# Logs go to OUT_DIR; a summary to stdout.
 B=${1:-build-cudaperf}
 O=${2:-/tmp/strata-gpu}
 L=${3:-8}
@@ -16,7 +17,7 @@ export STRATA_BACKEND_PATH=$B/lib/strata/backends
 S=$B/bin/strata
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
 t0=$(date +%s)
-timeout 120 "$B/bin/test_cuda_ops" "$SO" > "$O/ops.log" 2>&1
+timeout 300 "$B/bin/test_cuda_ops" "$SO" > "$O/ops.log" 2>&1
 echo "cuda_ops rc=$? $(tail -1 "$O/ops.log") ($(($(date +%s) - t0)) s)"
 grep '^FAIL' "$O/ops.log" | head -15
 t0=$(date +%s)
@@ -62,3 +63,11 @@ def rel(a, r):
 print("logits graph vs direct:", rel(g, d))
 print("logits fast GEMV vs generic:", rel(d, b))
 PY
+echo "== batched decode: P sequences, prompt 128, 64 steps (aggregate decode tok/s)"
+for P in 1 4 8 12 16 32 64; do
+  r=$(timeout 120 "$S" bench -m "$M" --backend cuda -p 128 -n 64 -r 2 --parallel "$P" --json 2>>"$O/bench_err.log")
+  echo "P=$P rc=$? $(echo "$r" | grep -o '"decode_tok_s":[0-9.]*')"
+done
+echo "== batched decode, P=32, the former thresholds (no grouped expert GEMV, 8-row dense GEMV)"
+env STRATA_CUDA_GROUPED_MAX=64 STRATA_CUDA_GEMV_COLS=8 timeout 120 "$S" bench -m "$M" --backend cuda -p 128 -n 64 -r 2 \
+  --parallel 32 --json 2>>"$O/bench_err.log" | grep -o '"decode_tok_s":[0-9.]*'

@@ -56,8 +56,9 @@ static void test_kv_write(tc_ctx *c, uint32_t ct, uint32_t at) {
     free(vc.data);
 }
 
-static void test_attention(tc_ctx *c, const char *what, uint32_t ct, int64_t n, int max_pos, int with_mask,
-                           int64_t dk, int64_t dvd, int64_t nh, int64_t nkv) {
+/* ATTENTION, or ATTENTION_EX when a window or sinks are given (sink logits in [-2, 6)). */
+static void test_attention_ex(tc_ctx *c, const char *what, uint32_t ct, int64_t n, int max_pos, int with_mask,
+                              int64_t dk, int64_t dvd, int64_t nh, int64_t nkv, int window, int sinks) {
     int64_t n_cells = 2 * max_pos + 16, n_seq = 2;
     st_tensor q = tc_host_rand(ST_TYPE_F32, dk, nh, n, -1, 1);
     st_tensor kc = tc_host_rand(ct, dk, nkv, n_cells, -1, 1), vc = tc_host_rand(ct, dvd, nkv, n_cells, -1, 1);
@@ -91,12 +92,25 @@ static void test_attention(tc_ctx *c, const char *what, uint32_t ct, int64_t n, 
     snprintf(name, sizeof name, "attention %s %s cache n=%lld max_pos=%d heads %lld/%lld dk=%lld dv=%lld%s", what,
              st_type_name(ct), (long long)n, max_pos, (long long)nh, (long long)nkv, (long long)dk, (long long)dvd,
              with_mask ? " mask" : "");
-    if (st_ref_attention(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
+    const int ex = window > 0 || sinks;
+    float *sk = malloc(sizeof(float) * (size_t)nh);
+    for (int64_t h = 0; h < nh; h++) sk[h] = tc_rand(-2.0f, 6.0f);
+    st_attention_ex_args hx = {.size = sizeof hx, .window = window, .base = ha, .sinks = sinks ? sk : NULL};
+    st_attention_ex_args dx = {.size = sizeof dx, .window = window, .base = da,
+                               .sinks = sinks ? tc_up(c, sk, sizeof(float) * (size_t)nh) : NULL};
+    if (ex) {
+        size_t l = strlen(name);
+        snprintf(name + l, sizeof name - l, " window=%d%s", window, sinks ? " sinks" : "");
+    }
+    if ((ex ? st_ref_attention_ex(&hx) : st_ref_attention(&ha)) != ST_OK)
+        tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
     /* prefill batches with F16 caches and head dim 64/128 run the tensor-core flash attention
      * on sm_80+ (docs/cuda.md): Q and the softmax weights enter the MMAs as F16 (2^-11 relative
      * per operand), so the bound there is that of the other F16 tensor-core checks */
     const int fa = c->tc && ct == ST_TYPE_F16 && dk == dvd && (dk == 64 || dk == 128) && n >= 16;
-    if (tc_status(c, name, c->api->ops->attention(c->s, &da))) tc_compare(c, name, &out, &dout, fa ? 2e-3 : 2e-5);
+    const st_status ds = ex ? c->api->ops->attention_ex(c->s, &dx) : c->api->ops->attention(c->s, &da);
+    if (tc_status(c, name, ds)) tc_compare(c, name, &out, &dout, fa && !ex ? 2e-3 : 2e-5);
+    free(sk);
     free(q.data);
     free(kc.data);
     free(vc.data);
@@ -105,6 +119,11 @@ static void test_attention(tc_ctx *c, const char *what, uint32_t ct, int64_t n, 
     free(seq);
     free(kvl);
     free(mask);
+}
+
+static void test_attention(tc_ctx *c, const char *what, uint32_t ct, int64_t n, int max_pos, int with_mask,
+                           int64_t dk, int64_t dvd, int64_t nh, int64_t nkv) {
+    test_attention_ex(c, what, ct, n, max_pos, with_mask, dk, dvd, nh, nkv, 0, 0);
 }
 
 void tc_test_attention(tc_ctx *c) {
@@ -120,4 +139,15 @@ void tc_test_attention(tc_ctx *c) {
     test_attention(c, "batch", ST_TYPE_Q8_0, 4, 256, 1, 64, 64, 4, 1);
     test_attention(c, "batch dk!=dv", ST_TYPE_F32, 3, 100, 0, 192, 128, 4, 2);
     test_attention(c, "many tokens", ST_TYPE_F16, 200, 600, 1, 64, 64, 4, 2);
+    /* a batched decode: 40 tokens of alternating sequences, 32 heads over 4 (the decode kernel
+     * takes up to 64 tokens) */
+    test_attention(c, "batched decode", ST_TYPE_F16, 40, 300, 0, 128, 128, 32, 4);
+    test_attention(c, "batched decode", ST_TYPE_F16, 64, 200, 1, 64, 64, 16, 2);
+    /* ATTENTION_EX (gpt-oss): sliding window and sinks on the split decode (partials merged
+     * with the sink), on batches, and DeepSeek MLA's 576/512 head dims */
+    test_attention_ex(c, "decode(split)", ST_TYPE_F16, 1, 2048, 0, 64, 64, 8, 2, 128, 1);
+    test_attention_ex(c, "decode(split)", ST_TYPE_Q8_0, 1, 1024, 0, 64, 64, 8, 1, 0, 1);
+    test_attention_ex(c, "decode(split)", ST_TYPE_F32, 1, 1024, 1, 64, 64, 4, 4, 100, 0);
+    test_attention_ex(c, "batch", ST_TYPE_F16, 24, 300, 1, 64, 64, 8, 2, 40, 1);
+    test_attention(c, "MLA", ST_TYPE_F16, 3, 200, 0, 576, 512, 4, 1);
 }

@@ -11,7 +11,8 @@
 
 static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0,  ST_TYPE_Q4_1,
                                     ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,  ST_TYPE_Q3_K,
-                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
+                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS,
+                                    ST_TYPE_MXFP4};
 #define N_WTYPES (int)(sizeof k_wtypes / sizeof k_wtypes[0])
 
 static double out_tol(uint32_t t, double f32) {
@@ -55,12 +56,14 @@ static void test_matmul_k(tc_ctx *c, uint32_t wt, int64_t n, int64_t M, int64_t 
     st_matmul_args ha = {.size = sizeof ha, .w = w, .x = x, .out = ho};
     st_matmul_args da = {.size = sizeof da, .w = dw, .x = dx, .out = dout};
     char name[128];
-    const int tc = n > 8 && wt != ST_TYPE_F32 && c->tc;
+    /* the 8-bit GEMV takes its formats up to 32 rows (F16/BF16 weights with F32 rows only) */
+    const int gv = n <= 8 || (n <= 32 && tc_gv_format(wt) && (st_type_get(wt)->block_size > 1 || xt == ST_TYPE_F32));
+    const int tc = !gv && wt != ST_TYPE_F32 && c->tc;
     snprintf(name, sizeof name, "matmul %s x %s -> %s M=%lld K=%lld n=%lld (%s)", st_type_name(wt), st_type_name(xt),
-             st_type_name(ot), (long long)M, (long long)K, (long long)n, n <= 8 ? "gemv" : tc ? "gemm tf32" : "gemm");
+             st_type_name(ot), (long long)M, (long long)K, (long long)n, gv ? "gemv" : tc ? "gemm tf32" : "gemm");
     if (st_ref_matmul(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
     /* TF32 rounds inputs to 11 significant bits: ~3e-4 relative RMS on random data */
-    double tol = tc ? (ot == ST_TYPE_BF16 ? 1e-2 : 2e-3) : n <= 8 ? gemv_tol(wt, ot) : out_tol(ot, 2e-5);
+    double tol = tc ? (ot == ST_TYPE_BF16 ? 1e-2 : 2e-3) : gv ? gemv_tol(wt, ot) : out_tol(ot, 2e-5);
     if (tc_status(c, name, c->api->ops->matmul(c->s, &da))) tc_compare(c, name, &ho, &dout, tol);
     free(w.data);
     free(x.data);
@@ -154,9 +157,9 @@ void tc_test_dense(tc_ctx *c) {
     for (int i = 0; i < N_WTYPES; i++) test_get_rows(c, k_wtypes[i], ST_TYPE_F32);
     test_get_rows(c, ST_TYPE_Q4_K, ST_TYPE_F16);
     test_get_rows(c, ST_TYPE_Q8_0, ST_TYPE_BF16);
-    static const int64_t ns[] = {1, 3, 8, 9, 70};
+    static const int64_t ns[] = {1, 3, 8, 9, 24, 33, 70};
     for (int i = 0; i < N_WTYPES; i++)
-        for (int j = 0; j < 5; j++) test_matmul(c, k_wtypes[i], ns[j], 67, ST_TYPE_F32, ST_TYPE_F32);
+        for (int j = 0; j < 7; j++) test_matmul(c, k_wtypes[i], ns[j], 67, ST_TYPE_F32, ST_TYPE_F32);
     test_matmul(c, ST_TYPE_Q4_K, 2, 129, ST_TYPE_F16, ST_TYPE_F16);
     test_matmul(c, ST_TYPE_Q6_K, 100, 129, ST_TYPE_BF16, ST_TYPE_F32);
     test_matmul(c, ST_TYPE_F16, 5, 4096, ST_TYPE_F32, ST_TYPE_BF16);

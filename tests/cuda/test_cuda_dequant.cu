@@ -69,6 +69,7 @@ int main(void) {
     check_type<ST_TYPE_Q6_K>();
     check_type<ST_TYPE_IQ4_NL>();
     check_type<ST_TYPE_IQ4_XS>();
+    check_type<ST_TYPE_MXFP4>();
     printf("%s\n", g_fail ? "FAILED" : "all passed");
     return g_fail ? 1 : 0;
 }

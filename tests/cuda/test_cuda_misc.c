@@ -180,6 +180,10 @@ void tc_test_misc_ops(tc_ctx *c) {
     test_select(c, 1, 1000, 1, 4, 0);
     test_select(c, 1, 152064, 1, 3, 1);
     test_select(c, 0, 50000, 40, 3, 0);
+    /* vocabulary rows: the two-pass top-k (slices, then their candidates), ties and NaN rows */
+    test_select(c, 0, 151936, 40, 12, 1);
+    test_select(c, 0, 152064, 256, 2, 1);
+    test_select(c, 0, 20000, 2, 5, 0);
     test_select(c, 0, 100, 100, 2, 1);
 }
 

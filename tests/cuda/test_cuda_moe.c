@@ -11,7 +11,8 @@
 
 static const uint32_t k_wtypes[] = {ST_TYPE_F32,  ST_TYPE_F16,  ST_TYPE_BF16, ST_TYPE_Q4_0,  ST_TYPE_Q4_1,
                                     ST_TYPE_Q5_0, ST_TYPE_Q5_1, ST_TYPE_Q8_0, ST_TYPE_Q2_K,  ST_TYPE_Q3_K,
-                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS};
+                                    ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_IQ4_NL, ST_TYPE_IQ4_XS,
+                                    ST_TYPE_MXFP4};
 
 static void test_moe_matmul_k(tc_ctx *c, uint32_t wt, int n_assign, int with_scale, int64_t K, int64_t M) {
     const st_type_info *ti = st_type_get(wt);
@@ -42,16 +43,18 @@ static void test_moe_matmul_k(tc_ctx *c, uint32_t wt, int n_assign, int with_sca
     da.x_row = tc_up(c, x_row, sizeof(int32_t) * (size_t)n_assign);
     da.scale = with_scale ? tc_up(c, scale, sizeof(float) * (size_t)n_assign) : NULL;
     char name[128];
-    /* the module's rule (k_moe.cu): tiles from 2 assignments per slot where the tensor-core
-     * tile runs (not F32 weights), from 32 per slot otherwise; GEMV passes below that */
-    const int tc_ok = wt != ST_TYPE_F32 && c->tc;
-    const int tiles = n_assign >= (tc_ok ? 2 : 32) * n_slots, tc = tiles && tc_ok;
+    /* the module's rule (k_moe.cu): the 8-bit GEMV for its formats up to 512 assignments (a
+     * block row each up to 64, grouped by slot above); else tiles from 2 assignments per slot
+     * where the tensor-core tile runs (not F32 weights), from 32 per slot otherwise; GEMV passes
+     * below that */
+    const int tc_ok = wt != ST_TYPE_F32 && c->tc, gv = tc_gv_format(wt) && n_assign <= 512;
+    const int tiles = !gv && n_assign >= (tc_ok ? 2 : 32) * n_slots, tc = tiles && tc_ok;
     snprintf(name, sizeof name, "moe_matmul %s n_assign=%d%s (%s)", st_type_name(wt), n_assign,
-             with_scale ? " scaled" : "", tiles ? (tc ? "tiles tf32" : "tiles") : "gemv");
+             with_scale ? " scaled" : "", tiles ? (tc ? "tiles tf32" : "tiles") : gv ? "8-bit gemv" : "gemv");
     if (st_ref_moe_matmul(&ha) != ST_OK) tc_fail(c, "%s: ref: %s", name, st_ref_last_error());
     /* the decode path may quantize activations of block-quantized weights to 8 bits (see the
      * GEMV bound in test_cuda_dense.c) */
-    const double gv_tol = ti->block_size > 1 && n_assign <= 64 ? 1e-2 : 2e-5;
+    const double gv_tol = ti->block_size > 1 && (n_assign <= 64 || (tc_gv_format(wt) && n_assign <= 512)) ? 1e-2 : 2e-5;
     if (tc_status(c, name, c->api->ops->moe_matmul(c->s, &da))) tc_compare(c, name, &out, &dout, tc ? 2e-3 : gv_tol);
     free(w.data);
     free(x.data);
@@ -241,9 +244,9 @@ void tc_test_moe(tc_ctx *c) {
     test_moe_matmul(c, ST_TYPE_Q4_K, 1, 0);
     test_moe_matmul(c, ST_TYPE_Q8_0, 700, 0);
     /* decode shapes: 8 and 64 assignments, rows of 2048 and 768 */
-    static const uint32_t fast[] = {ST_TYPE_Q4_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K,
-                                    ST_TYPE_F16, ST_TYPE_BF16};
-    for (int i = 0; i < 7; i++) {
+    static const uint32_t fast[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K, ST_TYPE_Q5_K,
+                                    ST_TYPE_Q6_K, ST_TYPE_MXFP4, ST_TYPE_F16, ST_TYPE_BF16};
+    for (int i = 0; i < 9; i++) {
         test_moe_matmul_k(c, fast[i], 8, 1, 2048, 100);
         test_moe_matmul_k(c, fast[i], 64, 0, 768, 45);
         const int64_t K2 = st_type_get(fast[i])->block_size * 8;
@@ -251,6 +254,7 @@ void tc_test_moe(tc_ctx *c) {
         test_moe_rows(c, fast[i], 6, 48, 32, 20, 33, K2, 0, 1);
         test_moe_rows(c, fast[i], 1, 8, 16, 12, 24, K2, 1, 1);
         test_moe_rows(c, fast[i], 6, 48, 20, 20, 33, K2, 1, 0);
+        test_moe_rows(c, fast[i], 24, 192, 32, 20, 33, K2, 1, 1); /* grouped by slot */
     }
     test_moe_combine(c, 0, ST_TYPE_F32);
     test_moe_combine(c, 1, ST_TYPE_F32);

@@ -4,7 +4,7 @@
  * the weight format's partner blocks, then vec_dot). The two results may then differ only by
  * the order of float sums, so the bound here is 1e-5 normalized RMS; activations quantized any
  * other way (another block size, an unrounded F16 scale) land near 1e-4..1e-2 and fail.
- * Checked for a plain MATMUL and for the 8-bit rows RMS_NORM writes ahead for the next GEMV,
+ * Checked for a plain MATMUL (1 to 32 rows: decode and the batched column groups) and for the 8-bit rows RMS_NORM writes ahead for the next GEMV,
  * in both block forms (32 elements with an F16 scale; 256 with an F32 scale). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +26,13 @@ static int cpu_matmul(const st_cpu_kernels *k, const st_tensor *w, const float *
     char *xq = malloc(xs * (size_t)n);
     if (!xq) return -1;
     for (int64_t j = 0; j < n; j++) wk->from_float(x + j * K, xq + j * xs, K);
-    for (int64_t m = 0; m < M; m++) {
-        float s[ST_CPU_MAX_NR];
-        wk->vec_dot(K, (const char *)w->data + m * w->nb[1], xq, xs, (int)n, s);
-        for (int64_t j = 0; j < n; j++) out[j * M + m] = s[j];
-    }
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t j0 = 0; j0 < n; j0 += ST_CPU_MAX_NR) { /* the kernel takes up to ST_CPU_MAX_NR rows */
+            const int nr = (int)(n - j0 < ST_CPU_MAX_NR ? n - j0 : ST_CPU_MAX_NR);
+            float s[ST_CPU_MAX_NR];
+            wk->vec_dot(K, (const char *)w->data + m * w->nb[1], xq + (size_t)j0 * xs, xs, nr, s);
+            for (int j = 0; j < nr; j++) out[(j0 + j) * M + m] = s[j];
+        }
     free(xq);
     return 0;
 }
@@ -90,10 +92,12 @@ static void parity_case(tc_ctx *c, const st_cpu_kernels *k, uint32_t wt, int64_t
 void tc_test_cpu_parity(tc_ctx *c) {
     st_cpu_kernels k;
     st_cpu_kernels_scalar(&k);
-    static const uint32_t types[] = {ST_TYPE_Q4_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K, ST_TYPE_Q5_K, ST_TYPE_Q6_K};
-    static const int64_t ns[] = {1, 3, 8};
-    for (int i = 0; i < 5; i++)
-        for (int j = 0; j < 3; j++) parity_case(c, &k, types[i], ns[j], 133, 2048);
+    static const uint32_t types[] = {ST_TYPE_Q4_0, ST_TYPE_Q5_0, ST_TYPE_Q8_0, ST_TYPE_Q4_K,
+                                     ST_TYPE_Q5_K, ST_TYPE_Q6_K, ST_TYPE_MXFP4};
+    /* decode of one sequence, of several, and the batched column groups up to the GEMV's 32 */
+    static const int64_t ns[] = {1, 3, 8, 12, 32};
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 5; j++) parity_case(c, &k, types[i], ns[j], 133, 2048);
     /* a Q8_0 GEMV after a K-quant one on rows of 768 (the 32-element form follows the weight) */
     parity_case(c, &k, ST_TYPE_Q4_K, 1, 67, 768);
     parity_case(c, &k, ST_TYPE_Q8_0, 1, 67, 768);
