@@ -31,6 +31,9 @@
 #include "server/agent_routes.h"
 #include "server/http_internal.h"
 
+/* Bodies over --max-body up to this size are read and dropped before the 413 (see on_headers). */
+#define ST_HTTP_DRAIN_MAX (64ull << 20)
+
 enum { R_NONE = 0, R_CHAT, R_CMPL, R_HEALTH, R_MODELS, R_METRICS, R_RESP, R_AGENT };
 
 /* The server this process runs (one per process): for Retry-After. */
@@ -365,6 +368,13 @@ static enum MHD_Result on_headers(st_front *f, struct MHD_Connection *c, const c
                             "Incorrect API key provided (send 'Authorization: Bearer <key>')");
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > f->cfg.max_body) {
+        /* a body of a reasonable size is read and dropped, then answered (on_complete): an answer
+         * sent while the client still sends would be lost to the reset that closing a socket with
+         * unread data causes; a larger one is answered at once */
+        if (strtoull(cl, NULL, 10) <= ST_HTTP_DRAIN_MAX) {
+            cs->too_big = 1;
+            return MHD_YES;
+        }
         snprintf(m, sizeof m, "the request body is larger than %zu bytes", f->cfg.max_body);
         return st_http_fail(c, 413, "invalid_request_error", "request_too_large", NULL, m);
     }
