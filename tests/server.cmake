@@ -2,7 +2,7 @@
 # server through the official `openai` npm client and raw HTTP.
 #  server.oai_text     (C) stop strings, <think> split, JSON shapes and parsing of core/server/openai.c
 #  server.chat         (C) chat templates: rendering per family, detection, names, stop strings
-#  server.tools        (C) tool calls parsed from each family's syntax, streamed hold-back, request fields
+#  server.tools        (C) tool calls parsed from each family's syntax, streamed hold-back, request fields, forced calls (JSON and XML syntaxes)
 #  server.setup        generated test models; `npm install openai` into the cache (once)
 #  server.agent        Jinja template file, tools on chat, /apply-template, /tokenize, /detokenize, /props
 #  server.contract     chat/completions, streamed and not, usage, stop strings, limits, seeds, abort

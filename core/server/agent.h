@@ -97,7 +97,9 @@ enum {
     ST_TOOL_SYNTAX_DEEPSEEK = 4,          /* V3.1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>A<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> */
     ST_TOOL_SYNTAX_DEEPSEEK_V3 = 5,       /* V3: ...<｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\nA\n```<｜tool▁call▁end｜>... */
     ST_TOOL_SYNTAX_MISTRAL = 6,           /* [TOOL_CALLS][{"name": N, "arguments": A}, ...] */
-    ST_TOOL_SYNTAX_MISTRAL_ARGS = 7       /* [TOOL_CALLS]N[ARGS]A (repeated) */
+    ST_TOOL_SYNTAX_MISTRAL_ARGS = 7,      /* [TOOL_CALLS]N[ARGS]A (repeated) */
+    ST_TOOL_SYNTAX_QWEN_XML = 8,          /* Qwen3-Coder: <tool_call>\n<function=N>\n<parameter=K>\nV\n</parameter>\n</function>\n</tool_call> */
+    ST_TOOL_SYNTAX_GLM_XML = 9            /* GLM-4.5: <tool_call>N\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n</tool_call> */
 };
 /* The call syntax a chat template teaches (ST_TOOL_SYNTAX_NONE when not one we can force). */
 int st_tool_syntax_of_template(const char *jinja);
@@ -105,8 +107,10 @@ int st_tool_syntax_of_template(const char *jinja);
 typedef int32_t (*st_tool_mark_fn)(const void *u, const char *text);
 /* tool_choice "required" or a named function: a->grammar makes the output one call (or several
  * with parallel_tool_calls, where the syntax has them) in the template's syntax, each with
- * arguments valid for its schema; a <think> block (Hermes) or a harmony analysis message may
- * come first. A marker that is one token of the vocabulary (mark(u, text) >= 0: <|channel|>,
+ * arguments valid for its schema; a <think> block (Hermes, GLM) or a harmony analysis message
+ * may come first. In the XML syntaxes each property is its own element, in the declared order
+ * (required ones present, no others): strings (and untyped values) are free text without the
+ * closing tag, enum/const values their literals, everything else JSON. A marker that is one token of the vocabulary (mark(u, text) >= 0: <|channel|>,
  * <｜tool▁sep｜>, [TOOL_CALLS], ...) is required as that token (<[id]> in the grammar, never
  * spelled out in text), else as text. Nothing when the syntax is unknown, the request has its
  * own grammar, or tool_choice is auto/none. -1 with *err for a schema that cannot be turned

@@ -249,7 +249,8 @@ static void check_prefixes(void) {
 static const char *const k_marks[] = {"<|channel|>", "<|constrain|>", "<|message|>", "<|end|>", "<|start|>",
                                       DS("tool" SP "calls" SP "begin"), DS("tool" SP "calls" SP "end"),
                                       DS("tool" SP "call" SP "begin"), DS("tool" SP "call" SP "end"), DS("tool" SP "sep"),
-                                      "[TOOL_CALLS]", "[ARGS]"};
+                                      "[TOOL_CALLS]", "[ARGS]", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+                                      "<think>", "</think>"};
 #define N_MARKS (int)(sizeof k_marks / sizeof k_marks[0])
 #define MARK0 1000 /* control tokens: 1000 + index in k_marks; 0..255 are the bytes */
 
@@ -295,6 +296,11 @@ static const fcase k_forced[] = {
      "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}"},
     {"hermes", "<tool_call>\n{{ call|tojson }}\n</tool_call>", ST_TOOL_SYNTAX_HERMES_JSON,
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
+    {"qwen3-coder", "<tool_call>\n<function={{ name }}>\n<parameter={{ k }}>", ST_TOOL_SYNTAX_QWEN_XML,
+     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"},
+    {"glm", "<think></think><tool_call>{{ name }}<arg_key>{{ k }}</arg_key>", ST_TOOL_SYNTAX_GLM_XML,
+     "\n<think>Need the weather.</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+     "</tool_call>"},
 };
 
 /* The forced grammar of c over the fake vocabulary (NULL on failure, reported). */
@@ -304,7 +310,8 @@ static st_grammar *forced_grammar(const fcase *c, int choice, const char *name) 
     a.tool_choice = choice;
     snprintf(a.tool_name, sizeof a.tool_name, "%s", name ? name : "");
     a.tools_json = strdup("[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
-                          "\"properties\":{\"city\":{\"enum\":[\"Paris\",\"Berlin\"]}},\"required\":[\"city\"]}}},"
+                          "\"properties\":{\"city\":{\"enum\":[\"Paris\",\"Berlin\"]},\"days\":{\"type\":\"integer\"},"
+                          "\"note\":{\"type\":\"string\"}},\"required\":[\"city\"]}}},"
                           "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":{\"type\":\"object\"}}}]");
     st_oai_error e;
     char err[256] = "";
@@ -367,6 +374,56 @@ done:
     st_grammar_free(g);
 }
 
+/* The XML syntaxes: every property's value kind, and the ways a call can miss its schema. */
+typedef struct xcase {
+    int forced;           /* its index in k_forced */
+    const char *full;     /* get_weather with all three parameters */
+    const char *args;     /* what the parser reads back from full */
+    const char *wrong[5]; /* a wrong function name, an unknown parameter, no required city, days not a number,
+                           * a string holding the closing tag */
+} xcase;
+
+#define QP(k, v) "<parameter=" k ">\n" v "\n</parameter>\n"
+#define GP(k, v) "<arg_key>" k "</arg_key>\n<arg_value>" v "</arg_value>\n"
+static const xcase k_xml[] = {
+    {6, "<tool_call>\n<function=get_weather>\n" QP("city", "Berlin") QP("days", "3") QP("note", "a << b </b> x</para") "</function>\n</tool_call>",
+     "{\"city\":\"Berlin\",\"days\":3,\"note\":\"a << b </b> x</para\"}",
+     {"<tool_call>\n<function=get_wether>\n" QP("city", "Berlin") "</function>\n</tool_call>",
+      "<tool_call>\n<function=get_weather>\n" QP("city", "Berlin") QP("country", "DE") "</function>\n</tool_call>",
+      "<tool_call>\n<function=get_weather>\n" QP("days", "3") "</function>\n</tool_call>",
+      "<tool_call>\n<function=get_weather>\n" QP("city", "Berlin") QP("days", "three") "</function>\n</tool_call>",
+      "<tool_call>\n<function=get_weather>\n" QP("city", "Berlin") QP("note", "a </parameter> b") "</function>\n</tool_call>"}},
+    {7, "<tool_call>get_weather\n" GP("city", "Berlin") GP("days", "3") GP("note", "a << b </b> x</arg_") "</tool_call>",
+     "{\"city\":\"Berlin\",\"days\":3,\"note\":\"a << b </b> x</arg_\"}",
+     {"<tool_call>get_wether\n" GP("city", "Berlin") "</tool_call>",
+      "<tool_call>get_weather\n" GP("city", "Berlin") GP("country", "DE") "</tool_call>",
+      "<tool_call>get_weather\n" GP("days", "3") "</tool_call>",
+      "<tool_call>get_weather\n" GP("city", "Berlin") GP("days", "three") "</tool_call>",
+      "<tool_call>get_weather\n" GP("city", "Berlin") GP("note", "a </arg_value> b") "</tool_call>"}},
+};
+
+static void check_xml_case(const xcase *x, const st_gvocab *v) {
+    const fcase *c = &k_forced[x->forced];
+    st_grammar *g = forced_grammar(c, ST_TOOL_CHOICE_REQUIRED, NULL);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    int bad = m ? feed(m, v, x->full) : 0;
+    CHECK(m && bad < 0 && st_gmatch_can_end(m), "server.tools xml %s: the full call refused at token %d", c->family, bad);
+    st_gmatch_free(m);
+    st_tool_result r;
+    memset(&r, 0, sizeof r);
+    CHECK(st_tools_parse(x->full, &r) == 0 && r.n_calls == 1 && !strcmp(r.calls[0].arguments, x->args),
+          "server.tools xml %s: parsed %d calls (%s)", c->family, r.n_calls, r.n_calls ? r.calls[0].arguments : "");
+    st_tool_result_free(&r);
+    static const char *const what[5] = {"a wrong function name", "an unknown parameter", "a missing required parameter",
+                                        "a non-number for an integer", "a string holding the closing tag"};
+    for (int i = 0; g && i < 5; i++) {
+        m = st_gmatch_new(g);
+        CHECK(m && feed(m, v, x->wrong[i]) >= 0, "server.tools xml %s: %s is accepted", c->family, what[i]);
+        st_gmatch_free(m);
+    }
+    st_grammar_free(g);
+}
+
 static void check_forced(void) {
     static char bytes[256][2];
     const char *texts[MARK0 + N_MARKS];
@@ -379,6 +436,7 @@ static void check_forced(void) {
     st_gvocab *v = st_gvocab_new(texts, lens, NULL, MARK0 + N_MARKS);
     CHECK(v, "server.tools forced: vocabulary");
     for (size_t i = 0; v && i < sizeof k_forced / sizeof k_forced[0]; i++) check_forced_case(&k_forced[i], v);
+    for (size_t i = 0; v && i < sizeof k_xml / sizeof k_xml[0]; i++) check_xml_case(&k_xml[i], v);
     st_gvocab_free(v);
 }
 
