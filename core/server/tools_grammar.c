@@ -105,6 +105,7 @@ static int is_text(const cJSON *s) {
  * parser reads any text that is not JSON as a string), anything else as JSON. */
 static int value_rule(gb *b, const cJSON *s, const char *v, char *msg, size_t mn) {
     const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum"), *cn = cJSON_GetObjectItemCaseSensitive(s, "const"), *e;
+    if (cJSON_IsArray(en) && !en->child && !cn) return snprintf(msg, mn, "properties.%s.enum: empty", s->string), -1;
     put(b, v), put(b, " ::=");
     if (cJSON_IsArray(en) || cn) {
         int first = 1;
@@ -118,8 +119,9 @@ static int value_rule(gb *b, const cJSON *s, const char *v, char *msg, size_t mn
     if (is_text(s)) return put(b, " xtext\n"), 0;
     char top[40], prefix[48];
     snprintf(prefix, sizeof prefix, "%s_", v);
-    char *rules = st_json_schema_rules(s, prefix, !b->based, top, sizeof top, msg, mn);
-    if (!rules) return -1;
+    char why[200];
+    char *rules = st_json_schema_rules(s, prefix, !b->based, top, sizeof top, why, sizeof why);
+    if (!rules) return snprintf(msg, mn, "properties.%s: %s", s->string, why), -1;
     b->based = 1;
     put(b, " "), put(b, top), put(b, "\n"), put(b, rules);
     free(rules);
@@ -143,6 +145,7 @@ static int xml_args(gb *b, int syntax, const cJSON *params, const char *prefix, 
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required"), *p, *r;
     char v[64];
     int i = 0;
+    if (props && !cJSON_IsObject(props)) return snprintf(msg, mn, "properties: must be an object"), -1;
     snprintf(top, tn, "%sargs", prefix);
     cJSON_ArrayForEach(p, props) { /* the value rules first */
         snprintf(v, sizeof v, "%sv%d", prefix, i++);

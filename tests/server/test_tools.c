@@ -424,6 +424,22 @@ static void check_xml_case(const xcase *x, const st_gvocab *v) {
     st_grammar_free(g);
 }
 
+/* A property schema that cannot be a grammar is a 400 naming it. */
+static void check_xml_error(void) {
+    st_agent_req a;
+    memset(&a, 0, sizeof a);
+    a.tool_choice = ST_TOOL_CHOICE_REQUIRED;
+    a.tools_json = strdup("[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+                          "\"properties\":{\"n\":{\"type\":\"int\"}}}}}]");
+    st_oai_error e;
+    memset(&e, 0, sizeof e);
+    int rc = st_agent_force_tools(&a, ST_TOOL_SYNTAX_GLM_XML, fake_mark, NULL, &e);
+    CHECK(rc < 0 && e.status == 400 && strstr(e.message, "tools[0].function.parameters: properties.n"),
+          "server.tools xml: a bad property type is a 400 naming it (%d: %s)", rc, e.message);
+    free(a.grammar);
+    free(a.tools_json);
+}
+
 static void check_forced(void) {
     static char bytes[256][2];
     const char *texts[MARK0 + N_MARKS];
@@ -437,6 +453,7 @@ static void check_forced(void) {
     CHECK(v, "server.tools forced: vocabulary");
     for (size_t i = 0; v && i < sizeof k_forced / sizeof k_forced[0]; i++) check_forced_case(&k_forced[i], v);
     for (size_t i = 0; v && i < sizeof k_xml / sizeof k_xml[0]; i++) check_xml_case(&k_xml[i], v);
+    check_xml_error();
     st_gvocab_free(v);
 }
 
