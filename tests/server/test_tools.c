@@ -424,6 +424,23 @@ static void check_xml_case(const xcase *x, const st_gvocab *v) {
     st_grammar_free(g);
 }
 
+/* A long string value full of starts of the closing tag stays within the matcher's bounds. */
+static void check_xml_long(const st_gvocab *v) {
+    st_grammar *g = forced_grammar(&k_forced[6], ST_TOOL_CHOICE_REQUIRED, NULL);
+    st_gmatch *m = g ? st_gmatch_new(g) : NULL;
+    int bad = m ? feed(m, v, "<tool_call>\n<function=get_weather>\n" QP("city", "Paris") "<parameter=note>\n") : 0;
+    static const char piece[] = "<</pa<x </para\n<</parameter <>";
+    for (int i = 0; m && bad < 0 && i < 4000; i++) {
+        int32_t t = (unsigned char)piece[i % (sizeof piece - 1)];
+        if (!st_gmatch_token_ok(m, v, t) || st_gmatch_accept_token(m, v, t)) bad = 1000 + i;
+    }
+    if (m && bad < 0) bad = feed(m, v, "\n</parameter>\n</function>\n</tool_call>");
+    CHECK(m && bad < 0 && st_gmatch_can_end(m), "server.tools xml long value: refused at %d (%s)", bad,
+          m && st_gmatch_error(m) ? st_gmatch_error(m) : "no bound met");
+    st_gmatch_free(m);
+    st_grammar_free(g);
+}
+
 /* A property schema that cannot be a grammar is a 400 naming it. */
 static void check_xml_error(void) {
     st_agent_req a;
@@ -454,6 +471,7 @@ static void check_forced(void) {
     for (size_t i = 0; v && i < sizeof k_forced / sizeof k_forced[0]; i++) check_forced_case(&k_forced[i], v);
     for (size_t i = 0; v && i < sizeof k_xml / sizeof k_xml[0]; i++) check_xml_case(&k_xml[i], v);
     check_xml_error();
+    check_xml_long(v);
     st_gvocab_free(v);
 }
 
