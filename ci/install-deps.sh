@@ -8,8 +8,8 @@ minimal=0; [ "${1:-}" = "--minimal" ] && minimal=1
 
 base=(build-essential cmake pkg-config git curl ca-certificates libmicrohttpd-dev libcjson-dev unicode-data)
 # toolchains of the backends and checks that exist: clang (fuzzing), the ppc64le cross compiler
-# and qemu (the POWER9 VSX module); CUDA comes from /usr/local/cuda
-extra=(clang gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross qemu-user)
+# and qemu (the POWER9 VSX module), openssl (server.tls makes its certificate); CUDA comes from /usr/local/cuda
+extra=(clang gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross qemu-user openssl)
 # Node.js and npm (the server tests drive it with the official openai client): only when the
 # machine has none, since a Node.js from elsewhere ships its own npm and conflicts with Debian's.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then extra+=(nodejs npm); fi

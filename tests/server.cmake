@@ -16,6 +16,7 @@
 #  server.connections  1,000 held connections while 64 streams complete; header deadline; half-closed clients
 #  server.embeddings  /v1/embeddings with mean/cls/last pooling against llama.cpp's pooled embedding (llama-ref), input forms, refusals
 #  server.host        --host: IPv4/IPv6 addresses, brackets, names, the IPv6 wildcard, a name that does not resolve
+#  server.tls         --ssl-key-file/--ssl-cert-file: HTTPS with an openssl-made certificate, plain HTTP refused, start-up errors
 #  server.edges        key before body, buffered-bytes cap, key file/env, 405/Allow, 429 Retry-After, JSON/UTF-8/NUL/duplicate keys
 #  server.soak         40 s mixed run (STRATA_SOAK_SECONDS=600 for the long one): SIGKILL/SIGSTOP, cancels, hostile bodies, slowloris, overflow
 # Needs node (>= 18); without it, or without the openai package, the tests are skipped.
@@ -44,7 +45,7 @@ set(_srv_src ${CMAKE_CURRENT_SOURCE_DIR}/server)
 add_test(NAME server.setup COMMAND bash ${_srv_src}/setup.sh $<TARGET_FILE:strata> ${_srv_dir} ${_srv_node_dir})
 set_tests_properties(server.setup PROPERTIES FIXTURES_SETUP server TIMEOUT 400)
 
-set(_srv_tests agent 180 contract 180 split 120 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 host 120 embeddings 180 edges 180 soak 240)
+set(_srv_tests agent 180 contract 180 split 120 hostile 120 concurrency 600 supervision 300 stall 180 freeze 120 restarts 180 vocab 120 connections 300 host 120 tls 120 embeddings 180 edges 180 soak 240)
 while(_srv_tests)
   list(POP_FRONT _srv_tests _name _timeout)
   if(STRATA_NODE)

@@ -23,6 +23,7 @@ static int usage(FILE *f) {
             "                    [--expert-policy lfru|lru|profile] [--expert-profile FILE] [--cpu-threads N]\n"
             "                    [--chat-template-file F.jinja] [--no-jinja] [--n-cpu-moe N] [--cpu-moe]\n"
             "                    [--cors '*'|ORIGIN,ORIGIN] [--metrics-auth key|open]\n"
+            "                    [--ssl-key-file KEY.pem --ssl-cert-file CERT.pem] (HTTPS)\n"
             "llama-server spellings are accepted where the meaning matches (-c/--ctx-size: the whole KV\n"
             "pool, -np, -t, -a, -ctk/-ctv, --jinja, --n-cpu-moe/--cpu-moe, -ngl/-sm/-ts/-mg; -fa, -b are ignored\n"
             "with a note); STRATA_ARG_<OPTION> environment variables set options too (--kv-type:\n"
@@ -66,6 +67,8 @@ static int set_opt(st_serve_config *c, engine_args *ea, const char *k, const cha
     else if (!strcmp(k, "chat-template-file")) c->chat_template_file = v;
     else if (!strcmp(k, "no-jinja")) c->no_jinja = 1;
     else if (!strcmp(k, "cors")) c->cors = v;
+    else if (!strcmp(k, "ssl-key-file")) c->ssl_key_file = v;
+    else if (!strcmp(k, "ssl-cert-file")) c->ssl_cert_file = v;
     else if (!strcmp(k, "metrics-auth")) {
         if (strcmp(v, "key") && strcmp(v, "open")) {
             fprintf(stderr, "strata serve: --metrics-auth wants key or open, got '%s'\n", v);
@@ -267,7 +270,7 @@ static const char *const k_known[] = {"--model", "--host", "--port", "--parallel
                                      "--api-key-file", "--restart-limit", "--content-specials", "--max-buffered",
                                      "--max-connections", "--max-conn-per-ip", "--header-timeout", "--body-timeout",
                                      "--http-threads", "--cors", "--metrics-auth", "--n-gpu-layers", "--split-mode",
-                                     "--tensor-split", "--main-device", NULL};
+                                     "--tensor-split", "--main-device", "--ssl-key-file", "--ssl-cert-file", NULL};
 
 /* A llama.cpp spelling (cli/cli_alias.h): 1 with *k (NULL when ignored) and *v, 0 when argv[*i]
  * is not one, -1 when its value is missing. Its note is printed. */

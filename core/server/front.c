@@ -391,6 +391,7 @@ static void front_free(st_front *f) {
     if (f->fd >= 0) close(f->fd);
     st_tokenizer_free(f->tok);
     st_jinja_free(f->jinja);
+    st_tls_free(f);
     free(f->stats_text);
     st_gguf_close(f->gguf);
     pthread_mutex_destroy(&f->mu);
@@ -402,11 +403,11 @@ static void front_free(st_front *f) {
 static void print_listening(const st_front *f) {
     fprintf(stderr,
             "strata serve: model '%s' from %s, chat template %s%s%s%s\n"
-            "strata serve: listening on http://%s:%d (API key %s; body <= %zu bytes, JSON depth <= %d, queue <= %d; "
+            "strata serve: listening on %s://%s:%d (API key %s; body <= %zu bytes, JSON depth <= %d, queue <= %d; "
             "stall timeout %g s; reports in %s)\n",
             f->model_id, f->cfg.model_path, f->jinja ? "Jinja from " : "", f->jinja ? f->jinja_origin : "",
             f->jinja ? "" : st_chat_template_name(f->tmpl), f->think ? ", <think> split into reasoning_content" : "",
-            f->listen_host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
+            f->tls_key ? "https" : "http", f->listen_host, f->cfg.port, f->cfg.api_key ? "required" : "off", f->cfg.max_body, f->cfg.max_depth,
             f->cfg.queue_max, f->cfg.stall_timeout, st_front_report_dir(f));
 }
 
@@ -450,7 +451,7 @@ int st_serve_run(const st_serve_config *c) {
     int rc = 1;
     void *http = NULL;
     pthread_t reader;
-    if (check_report_dir(f) || load_front(f)) goto fail;
+    if (check_report_dir(f) || st_tls_load(f) || load_front(f)) goto fail;
     if (st_engine_spawn(f)) {
         fprintf(stderr, "strata serve: cannot start the engine: %s\n", strerror(errno));
         goto fail;

@@ -101,7 +101,14 @@ typedef struct st_front {
     char jinja_origin[160];  /* "the GGUF's tokenizer.chat_template", a file name */
     char bos_text[64], eos_text[64];
     int tool_syntax;         /* ST_TOOL_SYNTAX_* of the template: tool_choice required/named is enforced */
+    char *tls_key, *tls_cert; /* PEM texts of --ssl-key-file/--ssl-cert-file; NULL = plain HTTP */
 } st_front;
+
+/* Read the TLS key and certificate (server/tls.c): 0 when neither option is given or both
+ * files hold PEM blocks of their kind, else -1 with a message that names the option and file
+ * (only one option, a missing/unreadable file, no PEM block, no TLS in libmicrohttpd). */
+int st_tls_load(st_front *f);
+void st_tls_free(st_front *f);
 
 /* Load the Jinja chat template: --chat-template-file, else the GGUF's (gguf_jinja, may be NULL)
  * unless a built-in was named with --chat-template. A GGUF template that does not parse or

@@ -578,6 +578,12 @@ void *st_http_start(st_front *f) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (listen_addr(f, &addr, &flags)) return NULL;
     unsigned limit = (unsigned)fit_fd_limit(f);
+    /* TLS (server/tls.c read the PEM texts): GnuTLS inside libmicrohttpd */
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, f->tls_key},
+                                   {MHD_OPTION_HTTPS_MEM_CERT, 0, f->tls_cert},
+                                   {MHD_OPTION_END, 0, NULL}};
+    if (f->tls_key) flags |= MHD_USE_TLS;
+    else tls[0].option = MHD_OPTION_END;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)f->cfg.port, NULL, NULL, on_request, f, MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -585,8 +591,12 @@ void *st_http_start(st_front *f) {
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)f->cfg.max_conn_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(f->cfg.body_timeout + 0.5),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)f->cfg.http_threads,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
-    if (!d) fprintf(stderr, "strata serve: cannot listen on %s:%d (in use, or not permitted)\n", f->listen_host, f->cfg.port);
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    if (!d && f->tls_key)
+        fprintf(stderr, "strata serve: cannot start HTTPS on %s:%d: the port is in use or not permitted, or GnuTLS "
+                        "refused --ssl-key-file %s / --ssl-cert-file %s (a message above says which)\n",
+                f->listen_host, f->cfg.port, f->cfg.ssl_key_file, f->cfg.ssl_cert_file);
+    else if (!d) fprintf(stderr, "strata serve: cannot listen on %s:%d (in use, or not permitted)\n", f->listen_host, f->cfg.port);
     return d;
 }
 

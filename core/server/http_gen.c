@@ -229,6 +229,10 @@ static int client_gone(gen *g) {
     if (g->gone) return 1;
     int ps = peer_state(g);
     if (ps != 1 || g->probed) return ps == 2;
+    if (g->f->tls_key) { /* no plain interim answer inside TLS: the library ends a closed connection */
+        g->probed = 1;
+        return 0;
+    }
     if (g->streaming) {
         g->probed = 1;
         sbuf_add(&g->out, &g->out_n, ":\n\n");
@@ -535,7 +539,8 @@ static void gen_hook(gen *g, int detached) {
 
 enum MHD_Result st_http_gen_start(st_front *f, struct MHD_Connection *c, conn_state *cs, int chat) {
     st_oai_error e;
-    if (cs->fd < 0) { /* the generation's own copy of the socket (see the top) */
+    if (cs->fd < 0 && !f->tls_key) { /* the generation's own copy of the socket (see the top); none
+                                          * under TLS, where plain bytes cannot be written aside */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         cs->fd = ci ? fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
     }

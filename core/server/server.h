@@ -42,6 +42,8 @@ typedef struct st_serve_config {
     const char *chat_template_file; /* a Jinja chat template file (overrides the GGUF's) */
     int no_jinja;             /* use the built-in families only (--no-jinja) */
     const char *cors;         /* allowed browser origins: "*" or "https://a,https://b"; NULL = no CORS headers */
+    const char *ssl_key_file; /* PEM private key: with ssl_cert_file, the server speaks HTTPS only */
+    const char *ssl_cert_file;/* PEM certificate (chain) */
     int metrics_open;         /* --metrics-auth open: /metrics and /slots answer without the API key */
 } st_serve_config;
 

@@ -48,13 +48,14 @@ export async function freePort() {
 }
 
 // Start a server; resolves once /health answers 200. `log` collects its stderr. `connect`: the
-// address the tests reach it at (a --host in args may need another than 127.0.0.1).
-export async function startServer({ modelPath, args = [], env = {}, name = 'server', connect = '127.0.0.1' }) {
+// address the tests reach it at (a --host in args may need another than 127.0.0.1); `scheme`:
+// 'https' for a server given --ssl-key-file/--ssl-cert-file.
+export async function startServer({ modelPath, args = [], env = {}, name = 'server', connect = '127.0.0.1', scheme = 'http' }) {
   const port = await freePort();
   const argv = ['serve', '-m', modelPath, '--port', String(port), ...args];
   const proc = spawn(STRATA, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const srv = {
-    port, proc, base: `http://${connect}:${port}`, log: '', exited: null,
+    port, proc, base: `${scheme}://${connect}:${port}`, log: '', exited: null,
     logFile: path.join(DIR, `${name}.log`),
   };
   const out = fs.createWriteStream(srv.logFile);
