@@ -106,7 +106,7 @@ ST_X86_INLINE void x8_32_blocks(const uint8_t *grp, int64_t nb, const void *x, s
         x8_unpack32(blk + 16, u, HB);
         for (int j = 0; j < NR; j++) {
             const st_block_q8_0 *xb = (const st_block_q8_0 *)((const char *)x + (size_t)j * xs) + b0 + b;
-            __m256i off = _mm256_set1_epi32(xsum8[j * X8_NB_MAX + b] << HB);
+            __m256i off = _mm256_set1_epi32(xsum8[j * X8_NB_MAX + b] * (1 << HB));
             __m256i is = _mm256_sub_epi32(x8_block_dot32(u, xb->qs, HB), off);
             __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(dx[j * X8_NB_MAX + b]));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), d, acc[j]);
