@@ -44,13 +44,13 @@ await check('HTTPS: the log shows the https URL; /health answers over TLS', asyn
 
 await check('HTTPS: a streamed chat and a completion', async () => {
   const r = await stream(s, '/v1/chat/completions',
-    { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, stream: true, stream_options: { include_usage: true } });
+    { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
   assert.equal(r.status, 200);
   assert.equal(r.events.at(-1), '[DONE]');
   const chunks = r.events.slice(0, -1).map((e) => JSON.parse(e));
   assert.ok(chunks.some((c) => c.choices?.[0]?.delta && 'content' in c.choices[0].delta), 'content deltas');
   assert.equal(chunks.at(-1).usage.completion_tokens, 8);
-  const c = await post(s, '/v1/completions', { prompt: 'Once', max_tokens: 4 });
+  const c = await post(s, '/v1/completions', { prompt: 'Once', max_tokens: 4, ignore_eos: true });
   assert.equal(c.status, 200);
   assert.equal(c.json.usage.completion_tokens, 4);
 });
