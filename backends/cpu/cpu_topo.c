@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #endif
 
+#if defined(__linux__) /* the pinning order and the node count read Linux's sysfs */
 /* An integer read from a sysfs file, or def. */
 static int read_int(const char *path, int def) {
     FILE *f = fopen(path, "r");
@@ -55,6 +56,7 @@ static int key_cmp(const void *a, const void *b) {
     if (x->node != y->node) return x->node - y->node;
     return x->cpu - y->cpu;
 }
+#endif
 
 int st_cpu_pin_order(int *cpus, int max) {
 #if defined(__linux__)
