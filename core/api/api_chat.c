@@ -139,18 +139,9 @@ STRATA_API strata_status strata_chat_prompt(const strata_model *m, const strata_
 /* The prompt's ids: a leading BOS text dropped when the tokenizer adds BOS itself, the
  * contents' ranges encoded as plain text. -1 when out of memory. */
 static int64_t encode(const st_api_chat *c, const rendered *r, int32_t **ids) {
-    size_t skip = 0, m = 0, blen = strlen(c->bos);
+    size_t skip = 0, blen = strlen(c->bos);
     if (blen && st_tokenizer_add_bos(c->tok) && !strncmp(r->text, c->bos, blen)) skip = blen;
-    size_t *ranges = malloc(sizeof(size_t) * 2 * (r->n_spans ? r->n_spans : 1));
-    if (!ranges) return -1;
-    for (size_t i = 0; i < r->n_spans; i++) {
-        if (r->spans[i].start < skip) continue;
-        ranges[2 * m] = r->spans[i].start - skip;
-        ranges[2 * m++ + 1] = r->spans[i].len;
-    }
-    int64_t n = st_tokenizer_encode_plain_ranges(c->tok, r->text + skip, strlen(r->text + skip), true, ranges, m, ids);
-    free(ranges);
-    return n;
+    return st_chat_encode_spans(c->tok, r->text, skip, r->spans, r->n_spans, ids);
 }
 
 STRATA_API strata_status strata_chat(strata_context *ctx, const strata_chat_message *msgs, size_t n,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "server/chat.h"
 
+#include "tokenizer/tokenizer.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,4 +199,18 @@ const char *const *st_chat_stop_strings(st_chat_template t) {
     case ST_CHAT_PLAIN: return plain;
     default: return none;
     }
+}
+
+int64_t st_chat_encode_spans(const struct st_tokenizer *tok, const char *prompt, size_t skip, const st_chat_span *spans,
+                             size_t n_spans, int32_t **out) {
+    size_t *r = malloc(sizeof(size_t) * 2 * (n_spans ? n_spans : 1)), m = 0;
+    if (!r) return -1;
+    for (size_t i = 0; i < n_spans; i++) {
+        if (spans[i].start < skip) continue;
+        r[2 * m] = spans[i].start - skip;
+        r[2 * m++ + 1] = spans[i].len;
+    }
+    int64_t n = st_tokenizer_encode_plain_ranges(tok, prompt + skip, strlen(prompt + skip), true, r, m, out);
+    free(r);
+    return n;
 }

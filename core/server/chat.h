@@ -5,6 +5,7 @@
 #define STRATA_CHAT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum st_chat_template {
     ST_CHAT_CHATML = 0,
@@ -37,6 +38,12 @@ char *st_chat_render(st_chat_template t, const st_chat_message *msgs, size_t n_m
 typedef struct st_chat_span {
     size_t start, len;
 } st_chat_span;
+/* The ids of prompt[skip..] (a leading BOS text skipped), the contents' spans (offsets into
+ * prompt; those before skip dropped) encoded as plain text, the rest with its control tokens.
+ * Returns the count (*out malloc'ed), or -1 when out of memory. */
+struct st_tokenizer;
+int64_t st_chat_encode_spans(const struct st_tokenizer *tok, const char *prompt, size_t skip, const st_chat_span *spans,
+                             size_t n_spans, int32_t **out);
 /* st_chat_render that also returns the spans of the messages' contents (malloc'ed, in prompt
  * order; *spans may be NULL when there are none), so that content can be tokenized as plain
  * text while the template's own markers become special tokens. */

@@ -398,18 +398,9 @@ static void stream_free(void *cls) { st_http_gen_free(cls); }
 static int64_t encode_prompt(const st_front *f, const st_oai_request *q, int32_t **out) {
     /* a Jinja template's BOS text is dropped when the tokenizer adds BOS (server/agent_front.c) */
     const char *text = q->chat ? st_front_prompt_text(f, q->prompt) : q->prompt;
-    size_t skip = (size_t)(text - q->prompt), len = strlen(text), m = 0;
-    if (!q->chat || f->cfg.content_specials) return st_tokenizer_encode_alloc(f->tok, text, len, true, q->chat != 0, out);
-    size_t *r = malloc(sizeof(size_t) * 2 * (q->n_spans ? q->n_spans : 1));
-    if (!r) return -1;
-    for (size_t i = 0; i < q->n_spans; i++) {
-        if (q->spans[i].start < skip) continue;
-        r[2 * m] = q->spans[i].start - skip;
-        r[2 * m++ + 1] = q->spans[i].len;
-    }
-    int64_t n = st_tokenizer_encode_plain_ranges(f->tok, text, len, true, r, m, out);
-    free(r);
-    return n;
+    if (!q->chat || f->cfg.content_specials)
+        return st_tokenizer_encode_alloc(f->tok, text, strlen(text), true, q->chat != 0, out);
+    return st_chat_encode_spans(f->tok, q->prompt, (size_t)(text - q->prompt), q->spans, q->n_spans, out);
 }
 
 static void sampler_of(const st_oai_request *q, int choice, st_sampler_params *sp) {
