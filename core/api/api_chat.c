@@ -32,12 +32,6 @@ typedef struct rendered {
     size_t n_spans;
 } rendered;
 
-/* The text of a control token such as BOS ("" when none or too long). */
-static void token_text(const st_tokenizer *t, int32_t id, char *out, size_t cap) {
-    int32_t n = id >= 0 ? st_tokenizer_token_to_piece(t, id, out, cap - 1, true) : 0;
-    out[n > 0 && (size_t)n < cap ? n : 0] = 0;
-}
-
 #ifdef STRATA_HAVE_JINJA
 static cJSON *request_of(const strata_chat_message *msgs, size_t n) {
     cJSON *req = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(req, "messages");
@@ -87,8 +81,8 @@ st_api_chat *st_api_chat_new(const st_gguf *g, const st_tokenizer *tok) {
     c->tok = tok;
     const char *src = NULL;
     if (st_gguf_get_str(g, "tokenizer.chat_template", &src, NULL) != ST_GGUF_OK) src = NULL;
-    token_text(tok, st_tokenizer_bos(tok), c->bos, sizeof c->bos);
-    token_text(tok, st_tokenizer_eos(tok), c->eos, sizeof c->eos);
+    st_chat_token_text(tok, st_tokenizer_bos(tok), c->bos, sizeof c->bos);
+    st_chat_token_text(tok, st_tokenizer_eos(tok), c->eos, sizeof c->eos);
     int recognized = 0, im_start = st_tokenizer_find(tok, "<|im_start|>", 12) >= 0;
     c->family = st_chat_template_detect(src ? src : "", im_start, &recognized);
     c->named = src != NULL;

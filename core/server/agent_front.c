@@ -35,14 +35,6 @@ fail:
     return s;
 }
 
-static void token_text(const st_tokenizer *t, int32_t id, char *out, size_t cap) {
-    size_t n = 0;
-    const char *s = id >= 0 ? st_tokenizer_token_text(t, id, &n) : NULL;
-    if (!s || n >= cap) n = 0;
-    if (n) memcpy(out, s, n);
-    out[n] = 0;
-}
-
 /* A plain conversation must render: a template that cannot is not used. */
 static int trial_render(st_front *f, char *err, size_t errlen) {
     cJSON *req = cJSON_Parse("{\"messages\":[{\"role\":\"system\",\"content\":\"s\"},{\"role\":\"user\",\"content\":\"u\"}]}");
@@ -59,8 +51,8 @@ int st_front_load_jinja(st_front *f, const char *gguf_jinja) {
     char err[512];
     char *owned = NULL;
     const char *src = gguf_jinja;
-    token_text(f->tok, st_tokenizer_bos(f->tok), f->bos_text, sizeof f->bos_text);
-    token_text(f->tok, st_tokenizer_eos(f->tok), f->eos_text, sizeof f->eos_text);
+    st_chat_token_text(f->tok, st_tokenizer_bos(f->tok), f->bos_text, sizeof f->bos_text);
+    st_chat_token_text(f->tok, st_tokenizer_eos(f->tok), f->eos_text, sizeof f->eos_text);
     if (f->cfg.chat_template_file) {
         if (!(owned = read_file(f->cfg.chat_template_file, err, sizeof err))) goto file_fail;
         src = owned;

@@ -214,3 +214,11 @@ int64_t st_chat_encode_spans(const struct st_tokenizer *tok, const char *prompt,
     free(r);
     return n;
 }
+
+void st_chat_token_text(const struct st_tokenizer *tok, int32_t id, char *out, size_t cap) {
+    size_t n = 0;
+    const char *s = id >= 0 ? st_tokenizer_token_text(tok, id, &n) : NULL;
+    if (!s || n >= cap) n = 0;
+    if (n) memcpy(out, s, n);
+    out[n] = 0;
+}

@@ -42,6 +42,8 @@ typedef struct st_chat_span {
  * prompt; those before skip dropped) encoded as plain text, the rest with its control tokens.
  * Returns the count (*out malloc'ed), or -1 when out of memory. */
 struct st_tokenizer;
+/* The text of control token id (BOS, EOS) as a template sees it: "" when none or longer than cap-1. */
+void st_chat_token_text(const struct st_tokenizer *tok, int32_t id, char *out, size_t cap);
 int64_t st_chat_encode_spans(const struct st_tokenizer *tok, const char *prompt, size_t skip, const st_chat_span *spans,
                              size_t n_spans, int32_t **out);
 /* st_chat_render that also returns the spans of the messages' contents (malloc'ed, in prompt
